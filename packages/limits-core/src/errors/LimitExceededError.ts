@@ -1,0 +1,65 @@
+import { LimitsError } from './LimitsError.js';
+
+/**
+ * Why a request was not admitted:
+ * - `limit`: no free capacity and no queue to wait in (`maxQueued: 0`);
+ * - `queue_full`: the queue holds `maxQueued` entries;
+ * - `queue_bytes`: admitting the request would exceed `maxQueuedBytes`;
+ * - `too_large`: its `cost` exceeds the largest capacity the limiter can ever have;
+ * - `deadline`: it cannot start (and finish) before its deadline, given the queue ahead of it;
+ * - `expired`: its deadline or the maximum queue wait passed while it waited;
+ * - `aborted`: its `signal` aborted (`cause` is `signal.reason`);
+ * - `closed`: the limiter is closed.
+ */
+export type RejectReason =
+  | 'limit'
+  | 'queue_full'
+  | 'queue_bytes'
+  | 'too_large'
+  | 'deadline'
+  | 'expired'
+  | 'aborted'
+  | 'closed';
+
+/** Numbers attached to a {@link LimitExceededError}. */
+export interface LimitExceededDetails {
+  /** Why it was rejected. */
+  reason: RejectReason;
+  /** Estimated ms until capacity frees, where an estimate exists (never negative, never NaN). */
+  retryAfterMs?: number;
+  /** The `signal.reason` of an aborted request. */
+  cause?: unknown;
+}
+
+/**
+ * A request was not admitted (or left the queue without a permit). `code` is `LIMIT_EXCEEDED`.
+ *
+ * @example
+ * ```ts
+ * try { await limiter.run(call) } catch (e) {
+ *   if (e instanceof LimitExceededError) res.setHeader('Retry-After', Math.ceil((e.retryAfterMs ?? 1000) / 1000));
+ * }
+ * ```
+ */
+export class LimitExceededError extends LimitsError {
+  static readonly code = 'LIMIT_EXCEEDED';
+  /** Why it was rejected. */
+  readonly reason: RejectReason;
+  /** Estimated ms until capacity frees, where an estimate exists. */
+  readonly retryAfterMs: number | undefined;
+
+  /**
+   * @param message - message with the live numbers (e.g. "limit reached: 20/20 in flight").
+   * @param details - reason, retry estimate, cause.
+   */
+  constructor(message: string, details: LimitExceededDetails) {
+    super(
+      LimitExceededError.code,
+      message,
+      details.cause === undefined ? undefined : { cause: details.cause },
+    );
+    this.name = 'LimitExceededError';
+    this.reason = details.reason;
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}

@@ -1,0 +1,30 @@
+export {
+  type LimitExceededDetails,
+  LimitExceededError,
+  type RejectReason,
+} from './errors/LimitExceededError.js';
+export { isLimitsError, LimitsError } from './errors/LimitsError.js';
+export { type Clock, systemClock } from './internal/clock.js';
+export { type Random, seededRandom } from './internal/random.js';
+export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
+export { FixedLimit } from './limit/FixedLimit.js';
+export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';
+export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit/LimitAlgorithm.js';
+export { NoLoadRtt, type NoLoadRttOptions, type ProbeState } from './limit/NoLoadRtt.js';
+export { log10Scale, VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
+export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
+export type {
+  AcquireEvent,
+  LimitEvent,
+  LimiterEvents,
+  RejectEvent,
+  ReleaseEvent,
+} from './limiter/events.js';
+export {
+  type AcquireOptions,
+  Limiter,
+  type LimiterOptions,
+  type LimiterSnapshot,
+} from './limiter/Limiter.js';
+export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
+export { Permit } from './limiter/Permit.js';

@@ -1,0 +1,115 @@
+import { checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+
+/** Options of {@link AimdLimit}. */
+export interface AimdLimitOptions {
+  /** Starting limit. @default 20 */
+  initialLimit?: number;
+  /** Lowest limit. @default 1 */
+  minLimit?: number;
+  /** Highest limit. @default 1000 */
+  maxLimit?: number;
+  /**
+   * Multiplier applied on a drop, in [0.5, 1). 0.9 (Netflix's default) gives up 10 % per
+   * congestion event; TCP Reno uses 0.5.
+   * @default 0.9
+   */
+  backoffRatio?: number;
+  /** Units the limit grows per round of `limit` successful samples once past slow start. @default 1 */
+  increaseBy?: number;
+  /**
+   * A sample slower than this counts as a drop, in ms (Netflix's AIMD has the same option).
+   * @default Infinity
+   */
+  timeoutMs?: number;
+  /**
+   * Grow by `increaseBy` per sample (doubling per round) until the first drop, like TCP slow start,
+   * then by `increaseBy` per round. Off: per-round growth from the start.
+   * @default true
+   */
+  slowStart?: boolean;
+}
+
+/**
+ * Additive increase, multiplicative decrease: loss-based, for downstreams whose only congestion
+ * signal is a timeout or an explicit overload reply.
+ *
+ * Per sample:
+ * - dropped (or `rtt > timeoutMs`) → `limit × backoffRatio` (reason `drop`), **once per round**: a drop
+ *   from a call that started before the last decrease is ignored, since that decrease already answered
+ *   the load it was admitted under (TCP's one reduction per window; per-sample backoff would collapse
+ *   the limit when a whole round times out together);
+ * - success while the limit is in use (`2 × inflight ≥ limit`) → `limit + increaseBy` in slow start,
+ *   else `limit + increaseBy / limit` (reason `increase`);
+ * - success while app-limited → unchanged (reason `app-limited`).
+ *
+ * @example
+ * ```ts
+ * const limiter = new Limiter({ limit: new AimdLimit({ initialLimit: 10, timeoutMs: 500 }) });
+ * ```
+ */
+export class AimdLimit implements LimitAlgorithm {
+  /** Why the last update decided what it did. */
+  lastDecision?: LimitDecision;
+  readonly #minLimit: number;
+  readonly #maxLimit: number;
+  readonly #backoff: number;
+  readonly #increaseBy: number;
+  readonly #timeoutMs: number;
+  #slowStart: boolean;
+  #limit: number;
+  #lastDecreaseAt = -Infinity;
+
+  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  constructor(options: AimdLimitOptions = {}) {
+    const initial = checkNumber('aimd.initialLimit', options.initialLimit, 20, { min: 1 });
+    this.#minLimit = checkNumber('aimd.minLimit', options.minLimit, 1, { min: 1 });
+    this.#maxLimit = checkNumber('aimd.maxLimit', options.maxLimit, 1000, { min: 1 });
+    checkLimitBounds('aimd', initial, this.#minLimit, this.#maxLimit);
+    this.#backoff = checkNumber('aimd.backoffRatio', options.backoffRatio, 0.9, { min: 0.5 });
+    if (this.#backoff >= 1) {
+      throw new RangeError(
+        `limits: option "aimd.backoffRatio" must be a number in [0.5, 1), got ${this.#backoff}`,
+      );
+    }
+    this.#increaseBy = checkNumber('aimd.increaseBy', options.increaseBy, 1, {
+      min: 0,
+      minExclusive: true,
+    });
+    this.#timeoutMs = checkNumber('aimd.timeoutMs', options.timeoutMs, Infinity, {
+      min: 0,
+      minExclusive: true,
+      allowInfinity: true,
+    });
+    this.#slowStart = options.slowStart ?? true;
+    this.#limit = initial;
+  }
+
+  /** The current limit. */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /** Feeds one sample; returns the new limit. */
+  update(sample: Sample): number {
+    const L = this.#limit;
+    let next = L;
+    let reason: LimitReason;
+    if (sample.dropped || sample.rtt > this.#timeoutMs) {
+      reason = 'drop';
+      if (sample.startTime >= this.#lastDecreaseAt) {
+        next = L * this.#backoff;
+        this.#lastDecreaseAt = sample.startTime + sample.rtt;
+        this.#slowStart = false;
+      }
+    } else if (2 * sample.inflight >= L) {
+      reason = 'increase';
+      next = this.#slowStart ? L + this.#increaseBy : L + this.#increaseBy / L;
+    } else {
+      reason = 'app-limited';
+    }
+    this.#limit = clamp(next, this.#minLimit, this.#maxLimit);
+    this.lastDecision = { reason, rttMs: sample.rtt };
+    return this.#limit;
+  }
+}

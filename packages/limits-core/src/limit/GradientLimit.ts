@@ -1,0 +1,213 @@
+import { checkFunction, checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
+import { SlowStart } from './SlowStart.js';
+
+/** Options of {@link GradientLimit}. */
+export interface GradientLimitOptions extends NoLoadRttOptions {
+  /** Starting limit. @default 20 */
+  initialLimit?: number;
+  /** Lowest limit (probe slots of the limiter are separate). @default 1 */
+  minLimit?: number;
+  /** Highest limit. @default 1000 */
+  maxLimit?: number;
+  /**
+   * How much queueing delay is tolerated before the limit falls: the gradient is
+   * `tolerance × longRtt / shortRtt`. Netflix publishes 1.5, which settles near 1.5 × capacity;
+   * 1.2 keeps the limit within ≈ 25 % of capacity and still ignores ordinary jitter.
+   * @default 1.2
+   */
+  tolerance?: number;
+  /**
+   * Requests allowed to queue at the downstream, added on every update (the growth term):
+   * a number or a function of the current limit. At equilibrium `limit ≈ tolerance × capacity + allowance`.
+   * @default 4
+   */
+  queueAllowance?: number | ((limit: number) => number);
+  /** Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. @default 0.2 */
+  smoothing?: number;
+  /** Samples in the short RTT average (exponential). 1 = the sample itself. @default 5 */
+  shortWindow?: number;
+  /** Samples in the long RTT average (exponential), Netflix's 600. @default 600 */
+  longWindow?: number;
+  /** Samples before the first decision (the averages warm up). @default 10 */
+  warmupSamples?: number;
+  /**
+   * The long average is capped at `longCap × baseline`, where the baseline is the probe-measured
+   * no-load RTT: under sustained load the long average would otherwise follow the queueing delay up
+   * and the limit would climb to `maxLimit`.
+   * @default 1
+   */
+  longCap?: number;
+}
+
+/** Lowest gradient: a sample can at most cut the level it was admitted at to this share. */
+const MIN_GRADIENT = 0.25;
+
+/** Exponential moving average that averages plainly over its first `window` values. */
+class Ewma {
+  value = 0;
+  count = 0;
+  readonly #window: number;
+  constructor(window: number) {
+    this.#window = window;
+  }
+  add(x: number): number {
+    this.count++;
+    const w = Math.min(this.count, this.#window);
+    this.value += (x - this.value) / w;
+    return this.value;
+  }
+}
+
+/**
+ * Gradient2-style limit: compares a short and a long RTT average (after Netflix's Gradient2Limit).
+ *
+ * Per sample: `gradient = clamp(tolerance × long / short, 0.5, 1)`,
+ * `next = limit × gradient + allowance`, `limit = (1 − smoothing) × limit + smoothing × next`,
+ * clamped to `[minLimit, maxLimit]`.
+ *
+ * Beyond the published version:
+ * - a dropped sample counts as the worst gradient (0.5) instead of being ignored;
+ * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link NoLoadRtt}), so it
+ *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
+ * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
+ *
+ * @example
+ * ```ts
+ * const limiter = new Limiter({ limit: new GradientLimit({ maxLimit: 200 }) });
+ * ```
+ */
+export class GradientLimit implements LimitAlgorithm {
+  /** Why the last update decided what it did. */
+  lastDecision?: LimitDecision;
+  readonly #minLimit: number;
+  readonly #maxLimit: number;
+  readonly #tolerance: number;
+  readonly #allowance: (limit: number) => number;
+  readonly #smoothing: number;
+  readonly #warmup: number;
+  readonly #longCap: number;
+  readonly #short: Ewma;
+  readonly #long: Ewma;
+  readonly #noLoad: NoLoadRtt;
+  #estimate: number;
+  readonly #slowStart: SlowStart;
+
+  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  constructor(options: GradientLimitOptions = {}) {
+    const initial = checkNumber('gradient.initialLimit', options.initialLimit, 20, { min: 1 });
+    this.#minLimit = checkNumber('gradient.minLimit', options.minLimit, 1, { min: 1 });
+    this.#maxLimit = checkNumber('gradient.maxLimit', options.maxLimit, 1000, { min: 1 });
+    checkLimitBounds('gradient', initial, this.#minLimit, this.#maxLimit);
+    this.#tolerance = checkNumber('gradient.tolerance', options.tolerance, 1.1, { min: 1 });
+    const qa = options.queueAllowance;
+    if (typeof qa === 'function') {
+      this.#allowance = checkFunction<(l: number) => number>('gradient.queueAllowance', qa) as (
+        l: number,
+      ) => number;
+    } else {
+      const n = checkNumber('gradient.queueAllowance', qa, 4, { min: 0 });
+      this.#allowance = () => n;
+    }
+    this.#smoothing = checkNumber('gradient.smoothing', options.smoothing, 0.2, {
+      min: 0,
+      max: 1,
+      minExclusive: true,
+    });
+    const shortWindow = checkNumber('gradient.shortWindow', options.shortWindow, 5, {
+      min: 1,
+      integer: true,
+    });
+    const longWindow = checkNumber('gradient.longWindow', options.longWindow, 600, {
+      min: 1,
+      integer: true,
+    });
+    if (shortWindow > longWindow) {
+      throw new RangeError(
+        `limits: option "gradient.shortWindow" (${shortWindow}) must be ≤ "gradient.longWindow" (${longWindow})`,
+      );
+    }
+    this.#warmup = checkNumber('gradient.warmupSamples', options.warmupSamples, 10, {
+      min: 0,
+      integer: true,
+    });
+    this.#longCap = checkNumber('gradient.longCap', options.longCap, 1, { min: 1 });
+    this.#short = new Ewma(shortWindow);
+    this.#long = new Ewma(longWindow);
+    this.#noLoad = new NoLoadRtt(options, 'gradient');
+    this.#estimate = initial;
+    this.#slowStart = new SlowStart(this.#maxLimit);
+  }
+
+  /** The current limit (the dip limit while a probe runs). */
+  get limit(): number {
+    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
+  }
+
+  /** The probe-measured no-load RTT in ms that caps the long average. */
+  get baselineRttMs(): number {
+    return this.#noLoad.value;
+  }
+
+  /** Feeds one sample; returns the new limit. */
+  update(sample: Sample): number {
+    const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
+    const base = this.#noLoad.value;
+    const L = this.#estimate;
+    // The concurrency this sample was admitted under: the level its RTT speaks for.
+    const n = Math.min(Math.max(1, sample.inflight), this.#maxLimit);
+    let reason: LimitReason;
+    let gradient = MIN_GRADIENT;
+    let long = this.#long.value;
+    let next: number;
+    if (sample.dropped) {
+      reason = 'drop';
+      next = Math.min(n, L) * gradient + this.#allowance(L);
+    } else {
+      const short = this.#short.add(sample.rtt);
+      long = this.#long.add(sample.rtt);
+      if (long > 2 * short) long = this.#long.value = long * 0.95;
+      long = Math.min(long, this.#longCap * base);
+      if (probe !== 'none') {
+        this.#decide(probe === 'dip' ? 'probe' : 'probe-end', sample, base, undefined, long);
+        return this.limit;
+      }
+      if (this.#long.count <= this.#warmup) {
+        this.#decide('warmup', sample, base, undefined, long);
+        return this.limit;
+      }
+      gradient = clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance);
+      next = n * gradient + this.#allowance(n);
+      if (gradient >= 1 && this.#slowStart.active) next = Math.max(next, 2 * n);
+      // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
+      // no evidence of congestion).
+      if (gradient >= 1 && next < L) next = L;
+      reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
+      if (reason === 'queueing') this.#slowStart.end(sample.startTime);
+    }
+    if (next > L && 2 * sample.inflight < L) {
+      next = L;
+      reason = 'app-limited';
+    }
+    next = clamp(next, this.#minLimit, this.#maxLimit);
+    this.#estimate = L + this.#smoothing * (next - L);
+    if (sample.dropped) this.#slowStart.drop(L);
+    else
+      this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);
+    this.#decide(reason, sample, base, gradient, long);
+    return this.limit;
+  }
+
+  #decide(
+    reason: LimitReason,
+    sample: Sample,
+    base: number,
+    gradient: number | undefined,
+    long: number,
+  ): void {
+    const d: LimitDecision = { reason, rttMs: sample.rtt, baselineRttMs: base, longRttMs: long };
+    if (gradient !== undefined) d.gradient = gradient;
+    this.lastDecision = d;
+  }
+}

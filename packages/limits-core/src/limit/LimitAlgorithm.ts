@@ -1,0 +1,74 @@
+/**
+ * One measured call, handed by the limiter to its algorithm when a permit is released.
+ * All times are in milliseconds.
+ */
+export interface Sample {
+  /** When the call started (clock ms); `startTime + rtt` is when it ended. */
+  startTime: number;
+  /** Round-trip time of the call in ms. */
+  rtt: number;
+  /** Units in flight when the call was admitted, itself included. */
+  inflight: number;
+  /** The call ended in a congestion signal (timeout, overload); see `Permit.dropped()`. */
+  dropped: boolean;
+}
+
+/**
+ * A limit algorithm: pure, no timers, no requests. It is fed samples and answers the limit.
+ * A custom algorithm is any object with `limit` and `update`.
+ *
+ * @example
+ * ```ts
+ * const halfOnDrop: LimitAlgorithm = {
+ *   limit: 20,
+ *   update(s) { this.limit = s.dropped ? Math.max(1, this.limit / 2) : Math.min(100, this.limit + 0.1); return this.limit; },
+ * };
+ * ```
+ */
+export interface LimitAlgorithm {
+  /** The current limit (may be fractional; the limiter uses its floor). */
+  readonly limit: number;
+  /** Feeds one sample and returns the new limit. */
+  update(sample: Sample): number;
+  /** Why the last `update` decided what it did, if the algorithm explains itself. */
+  readonly lastDecision?: LimitDecision;
+}
+
+/**
+ * Why an algorithm moved (or kept) its limit:
+ * - `increase`: no sign of queueing, the limit grows;
+ * - `queueing`: latency says requests queue at the downstream, the limit falls;
+ * - `drop`: a dropped sample (timeout, overload), the limit falls;
+ * - `app-limited`: growth suppressed because in-flight is well below the limit;
+ * - `probe`: a short dip to re-measure the no-load RTT;
+ * - `probe-end`: the dip ended, the limit is restored;
+ * - `steady`: inside the target band, no change;
+ * - `warmup`: too few samples yet to judge;
+ * - `fixed`: the algorithm never changes.
+ */
+export type LimitReason =
+  | 'increase'
+  | 'queueing'
+  | 'drop'
+  | 'app-limited'
+  | 'probe'
+  | 'probe-end'
+  | 'steady'
+  | 'warmup'
+  | 'fixed';
+
+/** The reason of an algorithm's last decision and the numbers behind it. */
+export interface LimitDecision {
+  /** The reason; see {@link LimitReason}. */
+  reason: LimitReason;
+  /** The sample's RTT in ms. */
+  rttMs: number;
+  /** The no-load (baseline) RTT the algorithm compared with, in ms, if it keeps one. */
+  baselineRttMs?: number;
+  /** Vegas: the estimated number of requests queued at the downstream. */
+  queue?: number;
+  /** Gradient: the clamped gradient (long RTT / short RTT × tolerance). */
+  gradient?: number;
+  /** Gradient: the long RTT average in ms after capping. */
+  longRttMs?: number;
+}

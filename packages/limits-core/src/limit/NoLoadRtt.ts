@@ -1,0 +1,200 @@
+import type { Random } from '../internal/random.js';
+import { checkFunction, checkNumber } from '../internal/validate.js';
+import type { Sample } from './LimitAlgorithm.js';
+
+/** Options of {@link NoLoadRtt}. */
+export interface NoLoadRttOptions {
+  /**
+   * A probe dip starts every `U[0.5, 1) × probeMultiplier × limit` samples while the baseline is stable.
+   * Netflix's Vegas uses 30: often enough to relearn a lasting shift, rare enough (≈ 1 dip per 30
+   * rounds of the limit) to cost about 1 % of throughput.
+   * @default 30
+   */
+  probeMultiplier?: number;
+  /**
+   * Spacing multiplier used instead of `probeMultiplier` for the first probe and right after a probe
+   * that moved the baseline, so a wrong baseline is corrected within a few rounds, not hundreds.
+   * @default 2
+   */
+  recheckMultiplier?: number;
+  /**
+   * Depth of a normal dip: the limit falls to `floor(limit × probeDepth)` while probing. Half the
+   * limit is below the downstream's capacity whenever the limit sits near it.
+   * @default 0.5
+   */
+  probeDepth?: number;
+  /**
+   * Deepest dip, used when probes keep moving the baseline (each move halves the depth down to
+   * this). A rise measured at this depth is trusted in full; a rise at a shallower dip is capped
+   * at ×2 per probe, so queueing at a shallow dip cannot inflate the baseline.
+   * @default 0.125
+   */
+  minProbeDepth?: number;
+  /**
+   * Clean samples (started during the dip with in-flight ≤ the dip limit) a probe collects before it
+   * ends; the baseline candidate is the second lowest of them.
+   * @default 5
+   */
+  probeSamples?: number;
+  /** Randomness for the probe spacing jitter, `() => [0, 1)`. @default Math.random */
+  random?: Random;
+}
+
+/**
+ * Between probes the baseline only descends to a sample 10 % or more below it: smaller dips are
+ * RTT noise, and following them would bias the baseline to the noise's low edge (which reads as a
+ * standing queue of `noise × limit` in Vegas' estimate).
+ */
+const DESCEND = 0.9;
+
+/** What {@link NoLoadRtt.observe} tells the algorithm to do with the current sample. */
+export type ProbeState = 'none' | 'dip' | 'end';
+
+/**
+ * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
+ * probe dips to relearn it.
+ *
+ * Between probes the baseline can only fall, and only to the **second** lowest RTT seen, so one lucky
+ * sample (a cached or short-circuited reply) cannot drag it down. Under sustained saturation no sample
+ * is ever unloaded, so the baseline is relearned by briefly lowering the limit (as BBR's ProbeRTT and
+ * Netflix Gradient v1 do): the samples that started during the dip at low in-flight give the candidate.
+ * A candidate that rises is capped at ×2 unless measured at the deepest dip, and every probe that
+ * moves the baseline schedules a deeper, sooner follow-up; a probe that confirms it restores the
+ * normal depth and spacing. So a lasting latency shift is learned in a few probes while queueing at a
+ * shallow dip cannot make the baseline drift upward.
+ */
+export class NoLoadRtt {
+  /** The current baseline in ms; `Infinity` before the first sample. */
+  value = Infinity;
+  /** The limit to hold while a probe dip is running. */
+  dipLimit = 0;
+
+  readonly #probeMultiplier: number;
+  readonly #recheckMultiplier: number;
+  readonly #probeDepth: number;
+  readonly #minProbeDepth: number;
+  readonly #probeSamples: number;
+  readonly #random: Random;
+
+  #low1 = Infinity;
+  #low2 = Infinity;
+  /** Rounds (of `limit` samples) until the next probe; -1 before the first sample. */
+  #untilProbe = -1;
+  #valueAtProbe = Infinity;
+  #depth: number;
+  #probing = false;
+  #probeStart = 0;
+  #probeSeen = 0;
+  readonly #probeRtts: number[] = [];
+
+  /** @throws RangeError naming an option out of range. */
+  constructor(options: NoLoadRttOptions = {}, owner = 'probe') {
+    this.#probeMultiplier = checkNumber(`${owner}.probeMultiplier`, options.probeMultiplier, 30, {
+      min: 1,
+    });
+    this.#recheckMultiplier = checkNumber(
+      `${owner}.recheckMultiplier`,
+      options.recheckMultiplier,
+      2,
+      { min: 1 },
+    );
+    this.#probeDepth = checkNumber(`${owner}.probeDepth`, options.probeDepth, 0.5, {
+      min: 0,
+      max: 1,
+      minExclusive: true,
+    });
+    this.#minProbeDepth = checkNumber(`${owner}.minProbeDepth`, options.minProbeDepth, 0.125, {
+      min: 0,
+      max: this.#probeDepth,
+      minExclusive: true,
+    });
+    this.#probeSamples = checkNumber(`${owner}.probeSamples`, options.probeSamples, 5, {
+      min: 1,
+      max: 1000,
+      integer: true,
+    });
+    this.#random = checkFunction<Random>(`${owner}.random`, options.random) ?? Math.random;
+    this.#depth = this.#probeDepth;
+  }
+
+  /** True while a probe dip is running. */
+  get probing(): boolean {
+    return this.#probing;
+  }
+
+  /**
+   * Feeds one sample. Returns `dip` while a probe holds the limit at {@link NoLoadRtt.dipLimit},
+   * `end` on the sample that ends a probe, `none` otherwise.
+   * @param limit - the algorithm's own (undipped) limit.
+   * @param minLimit - the algorithm's minimum; a dip never goes below it.
+   */
+  observe(sample: Sample, limit: number, minLimit: number): ProbeState {
+    const rtt = sample.rtt;
+    if (!sample.dropped && rtt > 0) {
+      if (rtt < this.#low1) {
+        this.#low2 = this.#low1;
+        this.#low1 = rtt;
+      } else if (rtt < this.#low2) {
+        this.#low2 = rtt;
+      }
+      const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
+      if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
+    }
+    if (this.#probing) return this.#observeProbe(sample, limit);
+    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
+    this.#untilProbe -= 1 / Math.max(1, limit);
+    if (this.#untilProbe > 0) return 'none';
+    this.#probing = true;
+    this.#valueAtProbe = this.value;
+    this.#probeStart = sample.startTime + rtt;
+    this.#probeSeen = 0;
+    this.#probeRtts.length = 0;
+    this.dipLimit = Math.max(minLimit, Math.floor(limit * this.#depth));
+    return 'dip';
+  }
+
+  #observeProbe(sample: Sample, limit: number): ProbeState {
+    this.#probeSeen++;
+    if (
+      !sample.dropped &&
+      sample.startTime >= this.#probeStart &&
+      sample.inflight <= this.dipLimit
+    ) {
+      this.#probeRtts.push(sample.rtt);
+    }
+    const wanted = Math.min(this.#probeSamples, Math.max(1, this.dipLimit));
+    // A dip is bounded: if traffic cannot fill it with clean samples (light load, all drops),
+    // give up after the in-flight of the old limit has drained twice over.
+    const count = this.#probeRtts.length;
+    if (count < wanted && this.#probeSeen < 2 * limit + 20) return 'dip';
+    this.#probing = false;
+    let moved = false;
+    if (count > 0) {
+      this.#probeRtts.sort((a, b) => a - b);
+      const candidate = this.#probeRtts[(count - 1) >> 1] as number;
+      // Judge the move against the baseline the probe started from: clean probe samples also
+      // lower `value` through the between-probes path while the dip runs.
+      const before = this.#valueAtProbe;
+      if (candidate < before * 0.9) {
+        this.value = candidate;
+        moved = true;
+      } else if (candidate > before * 1.1) {
+        const deepest = this.#depth <= this.#minProbeDepth;
+        this.value = deepest ? candidate : Math.min(candidate, before * 2);
+        moved = true;
+      } else {
+        this.value = candidate;
+      }
+    }
+    this.#depth = moved ? Math.max(this.#minProbeDepth, this.#depth / 2) : this.#probeDepth;
+    this.#low1 = Infinity;
+    this.#low2 = Infinity;
+    this.#untilProbe = this.#spacing(moved ? this.#recheckMultiplier : this.#probeMultiplier);
+    return 'end';
+  }
+
+  /** Jittered spacing in rounds: each sample counts as `1 / limit` of a round. */
+  #spacing(multiplier: number): number {
+    return (0.5 + this.#random() * 0.5) * multiplier;
+  }
+}

@@ -1,0 +1,179 @@
+import { checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
+import { SlowStart } from './SlowStart.js';
+
+/** Options of {@link VegasLimit}. */
+export interface VegasLimitOptions extends NoLoadRttOptions {
+  /** Starting limit. @default 20 */
+  initialLimit?: number;
+  /** Lowest limit the algorithm answers (probe slots of the limiter are separate). @default 1 */
+  minLimit?: number;
+  /** Highest limit. @default 1000 */
+  maxLimit?: number;
+  /**
+   * Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. 1 applies each
+   * step at once (Netflix's default); lower values damp noisy RTTs.
+   * @default 1
+   */
+  smoothing?: number;
+  /**
+   * The limit grows while the estimated queue is under `alpha × L10` requests (Netflix's 3: a few
+   * requests queued at the downstream keep it busy without adding much latency).
+   * @default 3
+   */
+  alpha?: number;
+  /** The limit falls while the estimated queue is over `beta × L10` requests (Netflix's 6). @default 6 */
+  beta?: number;
+  /**
+   * With an estimated queue at or under `threshold × L10` (no queue at all), growth is fast:
+   * `beta × L10` per round instead of `L10` (Netflix's 1).
+   * @default 1
+   */
+  threshold?: number;
+}
+
+/** `max(1, floor(log10 limit))`: how Vegas' thresholds and steps scale with the limit. */
+export function log10Scale(limit: number): number {
+  return Math.max(1, Math.floor(Math.log10(Math.max(1, limit))));
+}
+
+/**
+ * TCP Vegas as a concurrency limit (after Netflix's VegasLimit, with TCP Vegas' own averaging).
+ *
+ * Per sample, with `L` the limit, `L10 = max(1, floor(log10 L))`, `base` the no-load RTT and `avg`
+ * the round's average RTT (an exponential average over `min(samples seen, L)` samples):
+ * `queue = ceil(L × (1 − base / avg))`, then
+ * - dropped sample → `L − L10` (reason `drop`);
+ * - `queue < alpha·L10` → `L + step / L` (reason `increase`), where `step` is `beta·L10` when
+ *   `queue ≤ threshold·L10`, else `L10`; during slow start `step = max(L, step)` (doubling per round);
+ * - `queue > beta·L10` → `L − max(L10, queue − beta·L10) / L` (reason `queueing`);
+ * - otherwise unchanged (reason `steady`).
+ * Growth is suppressed while `2 × inflight < L` (reason `app-limited`); falls still apply. The result
+ * is clamped to `[minLimit, maxLimit]` and smoothed: `L' = (1 − smoothing) × L + smoothing × next`.
+ *
+ * Why it differs from Netflix's version, which applies whole steps per sample: a sample reports the
+ * load of one round ago, so per-sample steps move the limit by a whole round of steps before the
+ * first answer arrives and it swings between half and twice the capacity. Here a round of `L`
+ * samples moves it by one step (one step per RTT, as TCP Vegas does), and the averaged RTT keeps
+ * sample noise out of the queue estimate. The baseline comes from {@link NoLoadRtt} (resists a lucky
+ * low sample and upward drift, relearns a lasting shift through short probe dips, reasons
+ * `probe`/`probe-end`), and {@link SlowStart} recovers quickly after an outage.
+ *
+ * @example
+ * ```ts
+ * const limiter = new Limiter({ limit: new VegasLimit({ initialLimit: 20, maxLimit: 200 }) });
+ * ```
+ */
+export class VegasLimit implements LimitAlgorithm {
+  /** Why the last update decided what it did. */
+  lastDecision?: LimitDecision;
+  readonly #minLimit: number;
+  readonly #maxLimit: number;
+  readonly #smoothing: number;
+  readonly #alpha: number;
+  readonly #beta: number;
+  readonly #threshold: number;
+  readonly #noLoad: NoLoadRtt;
+  #estimate: number;
+  #rttAvg = 0;
+  #rttCount = 0;
+  readonly #slowStart: SlowStart;
+
+  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  constructor(options: VegasLimitOptions = {}) {
+    const initial = checkNumber('vegas.initialLimit', options.initialLimit, 20, { min: 1 });
+    this.#minLimit = checkNumber('vegas.minLimit', options.minLimit, 1, { min: 1 });
+    this.#maxLimit = checkNumber('vegas.maxLimit', options.maxLimit, 1000, { min: 1 });
+    checkLimitBounds('vegas', initial, this.#minLimit, this.#maxLimit);
+    this.#smoothing = checkNumber('vegas.smoothing', options.smoothing, 1, {
+      min: 0,
+      max: 1,
+      minExclusive: true,
+    });
+    this.#alpha = checkNumber('vegas.alpha', options.alpha, 3, { min: 0 });
+    this.#beta = checkNumber('vegas.beta', options.beta, 6, { min: 0 });
+    this.#threshold = checkNumber('vegas.threshold', options.threshold, 1, { min: 0 });
+    if (this.#alpha > this.#beta) {
+      throw new RangeError(
+        `limits: option "vegas.alpha" (${this.#alpha}) must be ≤ "vegas.beta" (${this.#beta})`,
+      );
+    }
+    if (this.#threshold > this.#alpha) {
+      throw new RangeError(
+        `limits: option "vegas.threshold" (${this.#threshold}) must be ≤ "vegas.alpha" (${this.#alpha})`,
+      );
+    }
+    this.#noLoad = new NoLoadRtt(options, 'vegas');
+    this.#estimate = initial;
+    this.#slowStart = new SlowStart(this.#maxLimit);
+  }
+
+  /** The current limit (the dip limit while a probe runs). */
+  get limit(): number {
+    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
+  }
+
+  /** The no-load RTT in ms the algorithm compares with (`Infinity` before the first sample). */
+  get baselineRttMs(): number {
+    return this.#noLoad.value;
+  }
+
+  /** Feeds one sample; returns the new limit. */
+  update(sample: Sample): number {
+    const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
+    const base = this.#noLoad.value;
+    const L = this.#estimate;
+    const l10 = log10Scale(L);
+    let next = L;
+    let reason: LimitReason;
+    let queue: number | undefined;
+    if (sample.dropped) {
+      next = L - l10;
+      reason = 'drop';
+    } else {
+      // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
+      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
+      const w = Math.min(++this.#rttCount, Math.max(1, L));
+      this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
+      if (probe !== 'none') {
+        this.#decide(probe === 'dip' ? 'probe' : 'probe-end', sample, base);
+        return this.limit;
+      }
+      queue = Math.ceil(L * (1 - base / this.#rttAvg));
+      // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
+      // the delay of the loop's own feedback) moves the limit by one step.
+      const perSample = 1 / Math.max(1, L);
+      if (queue < this.#alpha * l10) {
+        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
+        const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
+        next = L + (this.#slowStart.active ? Math.max(L, step) : step) * perSample;
+        reason = 'increase';
+      } else if (queue > this.#beta * l10) {
+        next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
+        reason = 'queueing';
+        this.#slowStart.end(sample.startTime);
+      } else {
+        reason = 'steady';
+        this.#slowStart.end(sample.startTime);
+      }
+      if (next > L && 2 * sample.inflight < L) {
+        next = L;
+        reason = 'app-limited';
+      }
+    }
+    next = clamp(next, this.#minLimit, this.#maxLimit);
+    this.#estimate = (1 - this.#smoothing) * L + this.#smoothing * next;
+    if (sample.dropped) this.#slowStart.drop(L);
+    else
+      this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);
+    this.#decide(reason, sample, base, queue);
+    return this.limit;
+  }
+
+  #decide(reason: LimitReason, sample: Sample, base: number, queue?: number): void {
+    const d: LimitDecision = { reason, rttMs: sample.rtt, baselineRttMs: base };
+    if (queue !== undefined) d.queue = queue;
+    this.lastDecision = d;
+  }
+}

@@ -1,0 +1,126 @@
+import { checkNumber } from '../internal/validate.js';
+import type { LimitAlgorithm, LimitDecision, Sample } from './LimitAlgorithm.js';
+
+/** Options of {@link WindowedLimit}. */
+export interface WindowedLimitOptions {
+  /**
+   * A window closes when its samples span this many ms (by end time: `startTime + rtt`).
+   * Netflix's WindowedLimit closes windows after 1 s.
+   * @default 1000
+   */
+  windowMs?: number;
+  /** A window also closes once it holds this many samples. @default 100 */
+  maxSamples?: number;
+  /** A closed window with fewer samples is skipped (too little data to judge). @default 10 */
+  minSamples?: number;
+  /**
+   * The aggregate RTT handed to the wrapped algorithm: a percentile in (0, 1] (0.99 = p99), or
+   * `'average'`. A tail percentile reacts to queueing that an average hides.
+   * @default 'average'
+   */
+  aggregate?: number | 'average';
+}
+
+/**
+ * Feeds the wrapped algorithm one aggregate sample per window of samples instead of every sample:
+ * smooths noisy RTTs and cuts the algorithm's work at high call rates.
+ *
+ * The aggregate sample has the window's earliest `startTime`, the aggregate RTT, the largest
+ * `inflight`, and `dropped` set if any sample in the window was dropped.
+ *
+ * @example
+ * ```ts
+ * const limit = new WindowedLimit(new VegasLimit(), { windowMs: 500, aggregate: 0.9 });
+ * ```
+ */
+export class WindowedLimit implements LimitAlgorithm {
+  /** The wrapped algorithm. */
+  readonly delegate: LimitAlgorithm;
+  readonly #windowMs: number;
+  readonly #maxSamples: number;
+  readonly #minSamples: number;
+  readonly #percentile: number | undefined;
+  readonly #rtts: number[] = [];
+  #start = Infinity;
+  #firstEnd = 0;
+  #sum = 0;
+  #maxInflight = 0;
+  #dropped = false;
+
+  /**
+   * @param delegate - the algorithm fed one sample per window.
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given.
+   */
+  constructor(delegate: LimitAlgorithm, options: WindowedLimitOptions = {}) {
+    if (!delegate || typeof delegate.update !== 'function' || typeof delegate.limit !== 'number') {
+      throw new TypeError(
+        'limits: WindowedLimit needs a LimitAlgorithm (an object with limit and update)',
+      );
+    }
+    this.delegate = delegate;
+    this.#windowMs = checkNumber('windowed.windowMs', options.windowMs, 1000, {
+      min: 0,
+      minExclusive: true,
+      allowInfinity: true,
+    });
+    this.#maxSamples = checkNumber('windowed.maxSamples', options.maxSamples, 100, {
+      min: 1,
+      integer: true,
+    });
+    this.#minSamples = checkNumber('windowed.minSamples', options.minSamples, 10, {
+      min: 1,
+      max: this.#maxSamples,
+      integer: true,
+    });
+    const agg = options.aggregate ?? 'average';
+    this.#percentile =
+      agg === 'average'
+        ? undefined
+        : checkNumber('windowed.aggregate', agg, 0.5, { min: 0, max: 1, minExclusive: true });
+  }
+
+  /** The wrapped algorithm's limit. */
+  get limit(): number {
+    return this.delegate.limit;
+  }
+
+  /** The wrapped algorithm's last decision. */
+  get lastDecision(): LimitDecision | undefined {
+    return this.delegate.lastDecision;
+  }
+
+  /** Adds the sample to the window; feeds the delegate when the window closes. */
+  update(sample: Sample): number {
+    const end = sample.startTime + sample.rtt;
+    if (this.#rtts.length === 0) this.#firstEnd = end;
+    this.#rtts.push(sample.rtt);
+    this.#sum += sample.rtt;
+    if (sample.startTime < this.#start) this.#start = sample.startTime;
+    if (sample.inflight > this.#maxInflight) this.#maxInflight = sample.inflight;
+    if (sample.dropped) this.#dropped = true;
+    const n = this.#rtts.length;
+    if (n < this.#maxSamples && end - this.#firstEnd < this.#windowMs) return this.delegate.limit;
+    let result = this.delegate.limit;
+    if (n >= this.#minSamples) {
+      result = this.delegate.update({
+        startTime: this.#start,
+        rtt: this.#aggregate(),
+        inflight: this.#maxInflight,
+        dropped: this.#dropped,
+      });
+    }
+    this.#rtts.length = 0;
+    this.#sum = 0;
+    this.#start = Infinity;
+    this.#maxInflight = 0;
+    this.#dropped = false;
+    return result;
+  }
+
+  #aggregate(): number {
+    const n = this.#rtts.length;
+    if (this.#percentile === undefined) return this.#sum / n;
+    this.#rtts.sort((a, b) => a - b);
+    return this.#rtts[Math.min(n - 1, Math.ceil(this.#percentile * n) - 1)] as number;
+  }
+}

@@ -1,0 +1,67 @@
+import type { RejectReason } from '../errors/LimitExceededError.js';
+import type { LimitDecision, Sample } from '../limit/LimitAlgorithm.js';
+import type { Outcome } from './outcome.js';
+
+/** Payload of the `limit` event: the integer limit changed. */
+export interface LimitEvent {
+  /** The new integer limit. */
+  limit: number;
+  /** The previous integer limit. */
+  previous: number;
+  /** The capacity now: `max(limit, probeSlots)`. */
+  capacity: number;
+  /** The sample that caused the change. */
+  sample: Sample;
+  /** Why, and the numbers behind it, when the algorithm explains itself. */
+  decision?: LimitDecision;
+}
+
+/** Payload of the `acquire` event: a permit was granted. */
+export interface AcquireEvent {
+  /** Units held by the permit. */
+  cost: number;
+  /** Units in flight after the grant. */
+  inflight: number;
+  /** The capacity at the time. */
+  capacity: number;
+  /** Ms the request waited in the queue (0 when admitted at once). */
+  waitedMs: number;
+}
+
+/** Payload of the `release` event: a permit came back. */
+export interface ReleaseEvent {
+  /** How the call was reported. */
+  outcome: Outcome;
+  /** The call's duration in ms (`NaN` when the limiter does not time calls). */
+  rtt: number;
+  /** Units held by the permit. */
+  cost: number;
+  /** Units in flight after the release. */
+  inflight: number;
+  /** The sample was withheld from the algorithm because it overlapped an event-loop stall. */
+  stalled: boolean;
+}
+
+/** Payload of the `reject` event: a request was not admitted or left the queue without a permit. */
+export interface RejectEvent {
+  /** Why. */
+  reason: RejectReason;
+  /** Units the request asked for. */
+  cost: number;
+  /** The retry estimate given to the caller, if any. */
+  retryAfterMs?: number;
+}
+
+/** Events of a {@link Limiter} (eventemitter3), with their payloads. */
+export interface LimiterEvents {
+  /** The integer limit changed. */
+  limit: (event: LimitEvent) => void;
+  /** A permit was granted. */
+  acquire: (event: AcquireEvent) => void;
+  /** A permit came back. */
+  release: (event: ReleaseEvent) => void;
+  /** A request was rejected. */
+  reject: (event: RejectEvent) => void;
+  /** A listener threw; without an `error` listener the error is rethrown on a microtask. */
+  error: (error: unknown) => void;
+}
