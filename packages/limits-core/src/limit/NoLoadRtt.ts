@@ -143,7 +143,7 @@ export class NoLoadRtt {
     if (this.#probing) return this.#observeProbe(sample, limit);
     if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
     this.#untilProbe -= 1 / Math.max(1, limit);
-    if (this.#untilProbe > 0) return 'none';
+    if (this.#untilProbe > 1e-9) return 'none';
     this.#probing = true;
     this.#valueAtProbe = this.value;
     this.#probeStart = sample.startTime + rtt;

@@ -207,12 +207,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
 
   /**
    * Takes a permit if capacity is free now; never waits.
-   * @returns the permit, or `undefined` when the limiter is full or closed.
+   * @returns the permit, or `undefined` when the limiter is full or closed, or `signal` is aborted.
    * @throws RangeError/TypeError for a bad `cost`.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
-    if (this.#closed || this.#inflight + cost > this.#capacity) return undefined;
+    if (this.#closed || this.#inflight + cost > this.#capacity || options?.signal?.aborted) {
+      return undefined;
+    }
     return this.#grant(cost);
   }
 

@@ -126,3 +126,37 @@ export function firstIndex(steps: Step[], from: number, pred: (limit: number) =>
   for (let i = from; i < steps.length; i++) if (pred((steps[i] as Step).limit)) return i;
   return -1;
 }
+
+/** A run with the decision reason of every step. */
+export interface Traced {
+  steps: Step[];
+  reasons: string[];
+}
+
+/** Like {@link simulate}, also recording `lastDecision.reason` after every sample. */
+export function simulateTraced(
+  algorithm: LimitAlgorithm,
+  model: DownstreamModel,
+  samples: number,
+): Traced {
+  const reasons: string[] = [];
+  const traced: LimitAlgorithm = {
+    get limit() {
+      return algorithm.limit;
+    },
+    update(sample) {
+      const limit = algorithm.update(sample);
+      reasons.push(algorithm.lastDecision?.reason ?? '');
+      return limit;
+    },
+  };
+  return { steps: simulate(traced, model, samples), reasons };
+}
+
+/** Limits of the steps in [from, to) that are not probe dips. */
+export function undipped(t: Traced, from: number, to = t.steps.length): number[] {
+  const out: number[] = [];
+  for (let i = from; i < to; i++)
+    if (t.reasons[i] !== 'probe') out.push((t.steps[i] as Step).limit);
+  return out;
+}

@@ -1,0 +1,75 @@
+// A limiter in front of a simulated downstream that slows down, then recovers.
+//
+// The downstream serves 20 calls at once in 20 ms; past 20 in flight, calls queue inside it and
+// take longer (20 ms × in-flight / 20). From second 3 to second 6 its base latency jumps to 400 ms.
+// 100 workers call it as fast as they can through a Vegas-limited limiter; a call the limiter
+// refuses falls back at once. Watch the limit find ~20, drop during the slowdown, and come back.
+//
+// Run: node vegas-demo.mjs            (about 10 s)
+//      node vegas-demo.mjs --quick    (about 2 s, used by the test suite)
+import { LimitExceededError, Limiter, VegasLimit } from 'limits-core';
+
+const quick = process.argv.includes('--quick');
+const seconds = quick ? 2 : 10;
+const spike = quick ? [0.8, 1.4] : [3, 6];
+const CAPACITY = 20;
+
+const started = performance.now();
+const elapsed = () => (performance.now() - started) / 1000;
+
+let downstreamInflight = 0;
+let peakInflight = 0;
+/** The simulated dependency: latency grows with its own in-flight count past its capacity. */
+async function downstream() {
+  downstreamInflight++;
+  peakInflight = Math.max(peakInflight, downstreamInflight);
+  const t = elapsed();
+  const base = t >= spike[0] && t < spike[1] ? 400 : 20;
+  const ms = base * Math.max(1, downstreamInflight / CAPACITY) * (0.95 + Math.random() * 0.1);
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  downstreamInflight--;
+}
+
+const limiter = new Limiter({
+  limit: new VegasLimit({ initialLimit: 10, maxLimit: 200 }),
+  probeSlots: 2,
+});
+
+let lastPrint = 0;
+limiter.on('limit', (e) => {
+  const now = elapsed();
+  if (now - lastPrint < 0.1 && e.decision?.reason !== 'probe') return;
+  lastPrint = now;
+  const d = e.decision;
+  console.log(
+    `${now.toFixed(2).padStart(6)}s  limit ${String(e.previous).padStart(3)} → ${String(e.limit).padEnd(3)}` +
+      `  ${(d?.reason ?? '').padEnd(11)} rtt ${d?.rttMs.toFixed(0).padStart(4)} ms` +
+      `  baseline ${d?.baselineRttMs?.toFixed(0).padStart(4)} ms  queue ${d?.queue ?? '-'}`,
+  );
+});
+
+let ok = 0;
+let fallback = 0;
+async function worker() {
+  while (elapsed() < seconds) {
+    try {
+      await limiter.run(downstream);
+      ok++;
+    } catch (error) {
+      if (!(error instanceof LimitExceededError)) throw error;
+      fallback++; // a real service would serve a cached or degraded answer here
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+}
+
+console.log(
+  `downstream: capacity ${CAPACITY} in flight, 20 ms (400 ms from ${spike[0]}s to ${spike[1]}s)`,
+);
+await Promise.all(Array.from({ length: 100 }, worker));
+await limiter.close();
+console.log(
+  `done in ${elapsed().toFixed(1)}s: ${ok} calls served, ${fallback} fell back at once, ` +
+    `peak in flight at the downstream ${peakInflight} (100 workers), final limit ${limiter.limit}`,
+);
+if (ok === 0) process.exitCode = 1;

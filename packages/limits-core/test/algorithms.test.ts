@@ -1,0 +1,220 @@
+import { describe, expect, test } from 'vitest';
+import { seededRandom } from '../src/internal/random.js';
+import { AimdLimit } from '../src/limit/AimdLimit.js';
+import { FixedLimit } from '../src/limit/FixedLimit.js';
+import { GradientLimit } from '../src/limit/GradientLimit.js';
+import type { Sample } from '../src/limit/LimitAlgorithm.js';
+import { NoLoadRtt } from '../src/limit/NoLoadRtt.js';
+import { VegasLimit } from '../src/limit/VegasLimit.js';
+import { WindowedLimit } from '../src/limit/WindowedLimit.js';
+import { simulateTraced, undipped } from './support/simulate.js';
+
+const noProbe = { probeMultiplier: 1000, recheckMultiplier: 1000 };
+const s = (rtt: number, inflight: number, dropped = false, startTime = 0): Sample => ({
+  startTime,
+  rtt,
+  inflight,
+  dropped,
+});
+
+describe('option validation', () => {
+  test.each([
+    [
+      () => new VegasLimit({ alpha: -1 }),
+      /"vegas.alpha" must be a number in \[0, Infinity\), got -1/,
+    ],
+    [() => new VegasLimit({ alpha: 7 }), /"vegas.alpha" \(7\) must be ≤ "vegas.beta" \(6\)/],
+    [() => new VegasLimit({ initialLimit: 5000 }), /"vegas.initialLimit" must be in \[1, 1000\]/],
+    [
+      () => new VegasLimit({ smoothing: 0 }),
+      /"vegas.smoothing" must be a number in \(0, 1\], got 0/,
+    ],
+    [
+      () => new GradientLimit({ tolerance: 0.5 }),
+      /"gradient.tolerance" must be a number in \[1, Infinity\)/,
+    ],
+    [
+      () => new GradientLimit({ minLimit: 10, maxLimit: 5 }),
+      /"gradient.minLimit" \(10\) must be ≤ "gradient.maxLimit" \(5\)/,
+    ],
+    [() => new GradientLimit({ shortWindow: 1.5 }), /"gradient.shortWindow" must be an integer/],
+    [
+      () => new AimdLimit({ backoffRatio: 1 }),
+      /"aimd.backoffRatio" must be a number in \[0.5, 1\), got 1/,
+    ],
+    [() => new AimdLimit({ timeoutMs: 0 }), /"aimd.timeoutMs" must be a number in \(0, Infinity\]/],
+    [() => new FixedLimit(0), /"limit" must be an integer in \[1, Infinity\), got 0/],
+    [
+      () => new NoLoadRtt({ probeDepth: 2 }),
+      /"probe.probeDepth" must be a number in \(0, 1\], got 2/,
+    ],
+    [
+      () => new WindowedLimit(new FixedLimit(1), { minSamples: 200 }),
+      /"windowed.minSamples" must be an integer in \[1, 100\]/,
+    ],
+  ])('bad options throw an error naming the option and the range (%#)', (make, message) => {
+    expect(make).toThrow(message);
+  });
+
+  test('a wrong type is a TypeError', () => {
+    expect(() => new VegasLimit({ alpha: '3' as unknown as number })).toThrow(TypeError);
+    expect(() => new GradientLimit({ queueAllowance: 'x' as unknown as number })).toThrow(
+      TypeError,
+    );
+  });
+});
+
+describe('every algorithm reacts to a dropped sample', () => {
+  test.each([
+    ['Vegas', () => new VegasLimit({ initialLimit: 50, ...noProbe })],
+    ['Gradient', () => new GradientLimit({ initialLimit: 50, warmupSamples: 0, ...noProbe })],
+    ['AIMD', () => new AimdLimit({ initialLimit: 50 })],
+  ])('%s lowers its limit on a drop, with reason "drop"', (_name, make) => {
+    const alg = make();
+    alg.update(s(100, 50));
+    const before = alg.limit;
+    alg.update(s(100, 50, true, 1));
+    expect(alg.limit).toBeLessThan(before);
+    expect(alg.lastDecision?.reason).toBe('drop');
+  });
+});
+
+describe('app-limited guard', () => {
+  test('Vegas does not grow while in-flight is under half the limit, but still falls on queueing', () => {
+    const vegas = new VegasLimit({ initialLimit: 40, ...noProbe });
+    vegas.update(s(100, 5));
+    expect(vegas.limit).toBe(40);
+    expect(vegas.lastDecision?.reason).toBe('app-limited');
+    // A slow sample at low in-flight: avg = 100 + (500 − 100)/2 = 300 → queue = ceil(40 × 2/3) = 27 > 6.
+    vegas.update(s(500, 5));
+    expect(vegas.limit).toBeLessThan(40);
+    expect(vegas.lastDecision?.reason).toBe('queueing');
+  });
+
+  test('AIMD does not grow while app-limited and still backs off on a drop', () => {
+    const aimd = new AimdLimit({ initialLimit: 40 });
+    aimd.update(s(100, 5));
+    expect(aimd.limit).toBe(40);
+    aimd.update(s(100, 5, true));
+    expect(aimd.limit).toBeCloseTo(36, 9);
+  });
+});
+
+describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
+  test('one lucky low sample does not drag the baseline down; two do', () => {
+    const b = new NoLoadRtt(noProbe);
+    for (let i = 0; i < 20; i++) b.observe(s(100, 10), 10, 1);
+    expect(b.value).toBe(100);
+    b.observe(s(5, 10), 10, 1); // a cached or short-circuited reply
+    expect(b.value).toBe(100);
+    b.observe(s(6, 10), 10, 1);
+    expect(b.value).toBe(6);
+  });
+
+  test('a probe dips the limit, measures clean samples, and keeps the baseline when it is right', () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1 });
+    // Spacing = 0.5 rounds of 10 samples → the 5th sample starts a dip to floor(10 × 0.5) = 5.
+    const states = [];
+    for (let i = 0; i < 5; i++) states.push(b.observe(s(100, 10, false, i), 10, 1));
+    expect(states).toEqual(['none', 'none', 'none', 'none', 'dip']);
+    expect(b.dipLimit).toBe(5);
+    // Samples started before the dip (startTime < 104) or above the dip limit do not count.
+    expect(b.observe(s(100, 10, false, 50), 10, 1)).toBe('dip');
+    for (let i = 0; i < 4; i++) expect(b.observe(s(101, 5, false, 200 + i), 10, 1)).toBe('dip');
+    expect(b.observe(s(101, 5, false, 210), 10, 1)).toBe('end');
+    expect(b.value).toBe(101); // within ±10 %: refreshed to the probe's median, not moved
+  });
+
+  test('queueing at a shallow dip cannot inflate the baseline more than 2× per probe', () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1, probeSamples: 1 });
+    b.observe(s(100, 10, false, 0), 10, 1);
+    let t = 1;
+    const probeOnce = (rtt: number) => {
+      while (b.observe(s(rtt, 1, false, t), 10, 1) !== 'end') t += rtt;
+    };
+    probeOnce(1000); // a shallow dip (depth 0.5) sees 10× the baseline: capped at 2×
+    expect(b.value).toBe(200);
+  });
+
+  test('a lasting shift is relearned within a few probes (the deepest dip is trusted)', () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1, probeSamples: 1 });
+    b.observe(s(50, 10, false, 0), 10, 1);
+    let t = 1;
+    let probes = 0;
+    while (b.value < 3000 && probes < 10) {
+      while (b.observe(s(3000, 1, false, t), 10, 1) !== 'end') t += 3000;
+      probes++;
+    }
+    // Depth 0.5 → ×2 (100), 0.25 → ×2 (200), 0.125 is the deepest → trusted in full (3000).
+    expect(b.value).toBe(3000);
+    expect(probes).toBe(3);
+  });
+});
+
+describe('WindowedLimit', () => {
+  test('feeds the delegate one aggregate sample per window, dropped if any sample was', () => {
+    const seen: Sample[] = [];
+    const delegate = {
+      limit: 10,
+      update(sample: Sample) {
+        seen.push(sample);
+        return this.limit;
+      },
+    };
+    const w = new WindowedLimit(delegate, {
+      windowMs: 1000,
+      maxSamples: 4,
+      minSamples: 2,
+      aggregate: 0.5,
+    });
+    w.update(s(10, 3, false, 0));
+    w.update(s(30, 5, true, 1));
+    w.update(s(20, 4, false, 2));
+    expect(seen).toHaveLength(0);
+    w.update(s(40, 2, false, 3)); // 4th sample closes the window
+    // p50 of [10, 20, 30, 40] = the 2nd value = 20; earliest start 0; largest in-flight 5; dropped.
+    expect(seen).toEqual([{ startTime: 0, rtt: 20, inflight: 5, dropped: true }]);
+  });
+
+  test('closes a window by time and skips one with too few samples', () => {
+    const seen: Sample[] = [];
+    const delegate = {
+      limit: 10,
+      update(x: Sample) {
+        seen.push(x);
+        return 10;
+      },
+    };
+    const w = new WindowedLimit(delegate, { windowMs: 100, minSamples: 3 });
+    w.update(s(10, 1, false, 0)); // ends at 10
+    w.update(s(10, 1, false, 200)); // ends at 210: the window spans 200 ms ≥ 100 → closes with 2 < 3
+    expect(seen).toHaveLength(0);
+    for (let i = 0; i < 3; i++) w.update(s(10 + i, 1, false, 300 + i));
+    w.update(s(10, 1, false, 500)); // closes the 3-sample window (plus this one): average
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.rtt).toBeCloseTo((10 + 11 + 12 + 10) / 4, 9);
+  });
+});
+
+describe('Vegas and Gradient relearn a lasting latency shift', () => {
+  test.each([
+    ['Vegas', () => new VegasLimit({ initialLimit: 20, random: seededRandom(3) })],
+    ['Gradient', () => new GradientLimit({ initialLimit: 20, random: seededRandom(3) })],
+  ])(
+    '%s: when base latency doubles for good, the baseline follows and the limit returns to C',
+    (_n, make) => {
+      // Same capacity (C = 50 in flight), base latency 50 ms, then 100 ms from sample 3,000 on. With a
+      // baseline stuck at 50 ms every sample would read as queueing and the limit would sink.
+      const alg = make();
+      const t = simulateTraced(
+        alg,
+        { capacity: 50, baseLatencyMs: (k) => (k < 3000 ? 50 : 100) },
+        9000,
+      );
+      expect(alg.baselineRttMs).toBeGreaterThan(90);
+      const late = undipped(t, 8000);
+      expect(Math.max(...late)).toBeLessThanOrEqual(65);
+      expect(Math.min(...late)).toBeGreaterThanOrEqual(35);
+    },
+  );
+});
