@@ -11,20 +11,25 @@ export { FixedLimit } from './limit/FixedLimit.js';
 export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';
 export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit/LimitAlgorithm.js';
 export { NoLoadRtt, type NoLoadRttOptions, type ProbeState } from './limit/NoLoadRtt.js';
+export { SlowStart } from './limit/SlowStart.js';
 export { log10Scale, VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
 export type {
   AcquireEvent,
+  ExpireEvent,
   LimitEvent,
   LimiterEvents,
+  QueueEvent,
   RejectEvent,
   ReleaseEvent,
 } from './limiter/events.js';
-export {
-  type AcquireOptions,
-  Limiter,
-  type LimiterOptions,
-  type LimiterSnapshot,
-} from './limiter/Limiter.js';
+export { Limiter } from './limiter/Limiter.js';
+export type {
+  AcquireOptions,
+  CodelOptions,
+  LimiterOptions,
+  LimiterSnapshot,
+  QueueOrder,
+} from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
 export { Permit } from './limiter/Permit.js';

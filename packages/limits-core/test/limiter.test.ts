@@ -63,8 +63,9 @@ describe('Limiter admission', () => {
         const p = limiter.tryAcquire({ cost: 1 + Math.floor(rnd() * 3) });
         if (p) {
           held.push(p);
-          // A grant never takes in-flight past the capacity of the moment.
-          expect(limiter.inflight).toBeLessThanOrEqual(limiter.capacity);
+          // A grant never takes in-flight past the capacity of the moment, except for one job
+          // costlier than a shrunken capacity, which runs alone.
+          expect(limiter.inflight <= limiter.capacity || held.length === 1).toBe(true);
         }
       } else if (r < 0.9 && held.length > 0) {
         held.splice(Math.floor(rnd() * held.length), 1)[0]?.success();

@@ -85,6 +85,11 @@ export class AimdLimit implements LimitAlgorithm {
     this.#limit = initial;
   }
 
+  /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
+  get maxLimit(): number {
+    return this.#maxLimit;
+  }
+
   /** The current limit. */
   get limit(): number {
     return this.#limit;

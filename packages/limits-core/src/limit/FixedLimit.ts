@@ -24,6 +24,11 @@ export class FixedLimit implements LimitAlgorithm {
     this.limit = checkNumber('limit', limit, 1, { min: 1, integer: true });
   }
 
+  /** The highest limit: the fixed limit itself. */
+  get maxLimit(): number {
+    return this.limit;
+  }
+
   /** Returns the fixed limit; the sample is ignored. */
   update(sample: Sample): number {
     this.lastDecision = { reason: 'fixed', rttMs: sample.rtt };

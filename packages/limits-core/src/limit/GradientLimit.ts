@@ -140,6 +140,11 @@ export class GradientLimit implements LimitAlgorithm {
     this.#slowStart = new SlowStart(this.#maxLimit);
   }
 
+  /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
+  get maxLimit(): number {
+    return this.#maxLimit;
+  }
+
   /** The current limit (the dip limit while a probe runs). */
   get limit(): number {
     return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;

@@ -32,6 +32,11 @@ export interface LimitAlgorithm {
   update(sample: Sample): number;
   /** Why the last `update` decided what it did, if the algorithm explains itself. */
   readonly lastDecision?: LimitDecision;
+  /**
+   * The highest limit the algorithm can answer, if bounded: a limiter refuses a request whose cost
+   * exceeds it (reason `too_large`) instead of queueing it forever.
+   */
+  readonly maxLimit?: number;
 }
 
 /**

@@ -84,6 +84,11 @@ export class WindowedLimit implements LimitAlgorithm {
     return this.delegate.limit;
   }
 
+  /** The wrapped algorithm's highest limit, if it has one. */
+  get maxLimit(): number | undefined {
+    return this.delegate.maxLimit;
+  }
+
   /** The wrapped algorithm's last decision. */
   get lastDecision(): LimitDecision | undefined {
     return this.delegate.lastDecision;

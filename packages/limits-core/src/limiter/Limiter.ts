@@ -4,86 +4,18 @@ import { type Clock, systemClock } from '../internal/clock.js';
 import { checkFunction, checkNumber } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import { ExpiryHeap } from '../queue/ExpiryHeap.js';
+import { Waiter, type WaiterOwner } from '../queue/Waiter.js';
+import { WaiterList } from '../queue/WaiterList.js';
 import type { LimiterEvents } from './events.js';
+import type { AcquireOptions, LimiterOptions, LimiterSnapshot, QueueOrder } from './options.js';
 import { type Classify, defaultClassify, type Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { StallDetector } from './StallDetector.js';
 
-/** Options of {@link Limiter}. */
-export interface LimiterOptions {
-  /**
-   * The limit algorithm, or a number for a fixed limit.
-   * @default 20 (fixed)
-   */
-  limit?: LimitAlgorithm | number;
-  /**
-   * Capacity floor: the limiter admits at least this many units even when the algorithm's limit
-   * falls below it, so a sick downstream keeps receiving a few probes and its recovery is seen.
-   * Separate from the algorithm's `minLimit`.
-   * @default 1
-   */
-  probeSlots?: number;
-  /**
-   * Largest number of waiters in the queue. 0 rejects at once with reason `limit` when there is no
-   * capacity.
-   * @default 0
-   */
-  maxQueued?: number;
-  /** Time source and timers (inject a fake one in tests). @default the system clock */
-  clock?: Clock;
-  /** Outcome of a `run` task; see {@link defaultClassify}. */
-  classify?: Classify;
-  /**
-   * A timer tick this many ms late marks an event-loop stall; samples that overlap one are not fed to
-   * the algorithm (a 50 ms block would otherwise read as 50 ms of downstream queueing). The timer runs
-   * every `stallThresholdMs / 2` ms, only while calls are in flight and the algorithm is adaptive.
-   * `Infinity` turns detection off.
-   * @default 50
-   */
-  stallThresholdMs?: number;
-}
-
-/** Options of {@link Limiter.acquire}, {@link Limiter.tryAcquire} and {@link Limiter.run}. */
-export interface AcquireOptions {
-  /** Aborts the wait (and is handed to the `run` task). An aborted signal rejects at once. */
-  signal?: AbortSignal;
-  /** Absolute deadline in clock ms: the request must start before it. */
-  deadline?: number;
-  /** Relative deadline in ms (from now); the earlier of `deadline` and `timeout` wins. */
-  timeout?: number;
-  /** Units of capacity the call takes. @default 1 */
-  cost?: number;
-  /** Bytes the request holds while queued (counted against `maxQueuedBytes`). @default 0 */
-  bytes?: number;
-  /** Tenant key for fair queueing. */
-  tenant?: string;
-  /** Queue priority; higher goes first. @default 0 */
-  priority?: number;
-}
-
-/** A point-in-time view of a limiter, for logs and dashboards. */
-export interface LimiterSnapshot {
-  /** The algorithm's integer limit. */
-  limit: number;
-  /** Units that may be in flight: `max(limit, probeSlots)`. */
-  capacity: number;
-  /** Units in flight. */
-  inflight: number;
-  /** Permits outstanding (calls in flight, whatever their cost). */
-  permits: number;
-  /** Waiters in the queue. */
-  queued: number;
-  /** Bytes held by queued waiters. */
-  queuedBytes: number;
-  /** Age in ms of the oldest waiter (0 when the queue is empty). */
-  oldestQueuedMs: number;
-  /** Samples withheld from the algorithm because they overlapped an event-loop stall. */
-  stalledSamples: number;
-  /** `close()` was called. */
-  closed: boolean;
-}
-
 const NEVER_ABORTED = new AbortController().signal;
+/** Weight of a new hold time in the service-time average. */
+const SERVICE_WEIGHT = 1 / 16;
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (
@@ -93,31 +25,53 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
+function formatBytes(n: number): string {
+  if (n === Infinity) return '∞';
+  if (n < 10240) return `${n} B`;
+  return n < 10485760 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`;
+}
+
 /**
- * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and
- * (from the queue options) a bounded wait. It measures each call and feeds the algorithm.
+ * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
+ * bounded queue (count, bytes, age, deadline, cost). It measures each call and feeds the algorithm.
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), probeSlots: 2 });
+ * const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), maxQueued: 50, maxQueueWaitMs: 200 });
  * limiter.on('limit', (e) => console.log(e.limit, e.decision?.reason));
- * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()));
+ * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeout: 1000 });
  * ```
  */
-export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner {
+export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
   readonly #algorithm: LimitAlgorithm;
   readonly #probeSlots: number;
   readonly #maxQueued: number;
+  readonly #maxQueuedBytes: number;
+  readonly #maxQueueWaitMs: number;
+  readonly #order: QueueOrder;
+  readonly #standingMs: number;
+  readonly #codelTargetMs: number;
+  readonly #codelIntervalMs: number;
   readonly #clock: Clock;
   readonly #classify: Classify | undefined;
   readonly #adaptive: boolean;
   readonly #stall: StallDetector | undefined;
+  readonly #maxCost: number;
+  readonly #initialServiceMs: number;
+  readonly #list = new WaiterList();
+  readonly #heap = new ExpiryHeap();
   #limit: number;
   #capacity: number;
   #inflight = 0;
   #permits = 0;
+  #queuedCost = 0;
+  #queuedBytes = 0;
+  #lastEmptyAt = 0;
+  #timer: unknown = undefined;
+  #timerAt = Infinity;
+  #serviceMs = 0;
+  #untimed = 0;
   #stalledSamples = 0;
-  #rttAvg = 0;
   #closed = false;
   #drained: Array<() => void> = [];
 
@@ -142,20 +96,54 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
     this.#probeSlots = checkNumber('probeSlots', options.probeSlots, 1, { min: 0, integer: true });
     this.#maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {
       min: 0,
-      max: 0,
       integer: true,
+      allowInfinity: true,
     });
+    const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
+    this.#maxQueuedBytes = checkNumber(
+      'maxQueuedBytes',
+      options.maxQueuedBytes,
+      Infinity,
+      unbounded,
+    );
+    this.#maxQueueWaitMs = checkNumber(
+      'maxQueueWaitMs',
+      options.maxQueueWaitMs,
+      Infinity,
+      unbounded,
+    );
+    const order = options.queueOrder ?? 'fifo';
+    if (order !== 'fifo' && order !== 'lifo' && order !== 'adaptive') {
+      throw new RangeError(
+        `limits: option "queueOrder" must be one of 'fifo', 'lifo', 'adaptive', got ${String(order)}`,
+      );
+    }
+    this.#order = order;
+    const codel = options.codel;
+    this.#codelTargetMs = codel
+      ? checkNumber('codel.targetMs', codel.targetMs, 5, { min: 0, minExclusive: true })
+      : Infinity;
+    this.#codelIntervalMs = codel
+      ? checkNumber('codel.intervalMs', codel.intervalMs, 100, { min: 0, minExclusive: true })
+      : Infinity;
+    this.#standingMs = checkNumber(
+      'standingQueueMs',
+      options.standingQueueMs,
+      codel ? this.#codelIntervalMs : 100,
+      { min: 0 },
+    );
     this.#clock = options.clock ?? systemClock;
     this.#classify = checkFunction<Classify>('classify', options.classify);
-    const stallMs = checkNumber('stallThresholdMs', options.stallThresholdMs, 50, {
+    const stallMs = checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded);
+    this.#initialServiceMs = checkNumber('initialServiceMs', options.initialServiceMs, 1000, {
       min: 0,
-      minExclusive: true,
-      allowInfinity: true,
     });
     this.#adaptive = !(this.#algorithm instanceof FixedLimit);
     if (this.#adaptive && stallMs !== Infinity) {
       this.#stall = new StallDetector(this.#clock, stallMs, () => this.#permits > 0);
     }
+    const maxLimit = this.#algorithm.maxLimit;
+    this.#maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, this.#probeSlots);
     this.#limit = Math.floor(this.#algorithm.limit);
     this.#capacity = Math.max(this.#limit, this.#probeSlots);
   }
@@ -177,12 +165,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
 
   /** Waiters in the queue. */
   get queued(): number {
-    return 0;
+    return this.#list.size;
   }
 
   /** Bytes held by queued waiters. */
   get queuedBytes(): number {
-    return 0;
+    return this.#queuedBytes;
   }
 
   /** The limit algorithm. */
@@ -192,30 +180,40 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
+    const head = this.#list.head;
     return {
       limit: this.#limit,
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
-      queued: 0,
-      queuedBytes: 0,
-      oldestQueuedMs: 0,
+      queued: this.#list.size,
+      queuedCost: this.#queuedCost,
+      queuedBytes: this.#queuedBytes,
+      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#clock.now() - head.enqueuedAt),
+      serviceMs: this.#service(),
       stalledSamples: this.#stalledSamples,
       closed: this.#closed,
     };
   }
 
   /**
-   * Takes a permit if capacity is free now; never waits.
-   * @returns the permit, or `undefined` when the limiter is full or closed, or `signal` is aborted.
+   * Takes a permit if capacity is free now and nobody is queued; never waits.
+   * @returns the permit, or `undefined` when the limiter is full, closed, has waiters, the cost can
+   *   never fit, or `signal` is aborted.
    * @throws RangeError/TypeError for a bad `cost`.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
-    if (this.#closed || this.#inflight + cost > this.#capacity || options?.signal?.aborted) {
+    if (
+      this.#closed ||
+      this.#list.size > 0 ||
+      cost > this.#maxCost ||
+      !this.#fits(cost) ||
+      options?.signal?.aborted
+    ) {
       return undefined;
     }
-    return this.#grant(cost);
+    return this.#grant(cost, 0);
   }
 
   /**
@@ -226,13 +224,34 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
   acquire(options?: AcquireOptions): Promise<Permit> {
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
     const signal = options?.signal;
-    if (signal?.aborted) {
-      return Promise.reject(this.#reject('aborted', cost, signal.reason));
-    }
+    if (signal?.aborted) return Promise.reject(this.#reject('aborted', cost, signal.reason));
     if (this.#closed) return Promise.reject(this.#reject('closed', cost));
-    if (this.#inflight + cost <= this.#capacity) return Promise.resolve(this.#grant(cost));
+    if (cost > this.#maxCost) return Promise.reject(this.#reject('too_large', cost));
+    if (this.#list.size === 0 && this.#fits(cost)) return Promise.resolve(this.#grant(cost, 0));
     if (this.#maxQueued === 0) return Promise.reject(this.#reject('limit', cost));
-    return Promise.reject(this.#reject('queue_full', cost));
+    if (this.#list.size >= this.#maxQueued) return Promise.reject(this.#reject('queue_full', cost));
+    const bytes = options?.bytes === undefined ? 0 : checkBytes(options.bytes);
+    if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
+      return Promise.reject(this.#reject('queue_bytes', cost, undefined, bytes));
+    }
+    const now = this.#clock.now();
+    let deadline = options?.deadline ?? Infinity;
+    if (options?.timeout !== undefined) {
+      deadline = Math.min(deadline, now + checkNumber('timeout', options.timeout, 0, { min: 0 }));
+    }
+    if (deadline !== Infinity) {
+      if (typeof deadline !== 'number' || Number.isNaN(deadline)) {
+        throw new TypeError(
+          `limits: option "deadline" must be a number (clock ms), got ${String(deadline)}`,
+        );
+      }
+      // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
+      // queue ahead cannot start, and the call cannot finish, in time.
+      if (deadline <= now || now + this.#estimateWait(cost) + this.#service() > deadline) {
+        return Promise.reject(this.#reject('deadline', cost));
+      }
+    }
+    return this.#enqueue(cost, bytes, now, deadline, signal);
   }
 
   /**
@@ -251,11 +270,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
   }
 
   /**
-   * Stops admitting (new requests reject with reason `closed`) and resolves once every permit in
-   * flight has been released. Idempotent.
+   * Stops admitting (new requests reject with reason `closed`), rejects every queued waiter with
+   * reason `closed`, and resolves once every permit in flight has been released. Idempotent.
    */
   close(): Promise<void> {
     this.#closed = true;
+    while (this.#list.head !== undefined) this.#fail(this.#list.head, 'closed');
+    this.#clearTimer();
     if (this.#permits === 0) {
       this.#stall?.stop();
       return Promise.resolve();
@@ -270,33 +291,163 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
     const timed = !Number.isNaN(permit.startTime);
     const rtt = timed ? this.#clock.now() - permit.startTime : Number.NaN;
     let stalled = false;
-    if (timed && outcome !== 'ignore') {
-      this.#rttAvg = this.#rttAvg === 0 ? rtt : this.#rttAvg + (rtt - this.#rttAvg) / 16;
-      if (this.#adaptive) {
+    if (timed) {
+      this.#serviceMs =
+        this.#serviceMs === 0 ? rtt : this.#serviceMs + (rtt - this.#serviceMs) * SERVICE_WEIGHT;
+      if (this.#adaptive && outcome !== 'ignore') {
         stalled = this.#stall?.overlaps(permit.startTime, permit.startTime + rtt) ?? false;
         if (stalled) this.#stalledSamples++;
         else this.#feed(permit, rtt, outcome === 'dropped');
       }
     }
     if (this.listenerCount('release') > 0) {
-      this.#emit('release', {
-        outcome,
-        rtt,
-        cost: permit.cost,
-        inflight: this.#inflight,
-        stalled,
-      });
+      this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
     }
+    if (this.#list.size > 0) this.#dispatch();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
+  /** @internal Called by a queued waiter whose signal aborted. */
+  _abortWaiter(waiter: Waiter): void {
+    if (!waiter.queued) return;
+    this.#fail(waiter, 'aborted', waiter.signal?.reason);
+    // The waiter may have been the head blocking others.
+    this.#dispatch();
+  }
+
+  #fits(cost: number): boolean {
+    // A job costlier than the current capacity (the limit shrank below it) runs alone once in-flight
+    // has drained to zero; otherwise it could never run.
+    return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
+  }
+
+  #service(): number {
+    return this.#serviceMs > 0 ? this.#serviceMs : this.#initialServiceMs;
+  }
+
+  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
+  #estimateWait(cost: number): number {
+    const units = this.#inflight + this.#queuedCost + cost - this.#capacity;
+    return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, this.#capacity);
+  }
+
+  #enqueue(
+    cost: number,
+    bytes: number,
+    now: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Permit> {
+    const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
+    let resolve!: (value: Permit | PromiseLike<Permit>) => void;
+    const promise = new Promise<Permit>((res) => {
+      resolve = res;
+    });
+    const waiter = new Waiter(this, cost, bytes, now, expiresAt, deadline, signal, resolve);
+    if (this.#list.size === 0) this.#lastEmptyAt = now;
+    this.#list.push(waiter);
+    if (expiresAt !== Infinity) this.#heap.push(waiter);
+    this.#queuedCost += cost;
+    this.#queuedBytes += bytes;
+    signal?.addEventListener('abort', waiter);
+    this.#schedule(now);
+    if (this.listenerCount('queue') > 0) {
+      this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
+    }
+    return promise;
+  }
+
+  /** Hands out permits to waiters while capacity allows (strict head of line), dropping expired ones. */
+  #dispatch(): void {
+    const list = this.#list;
+    if (list.size === 0) return;
+    const timed = this.#heap.size > 0 || this.#order !== 'fifo' || this.#codelTargetMs !== Infinity;
+    const now = timed ? this.#clock.now() : 0;
+    const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
+    const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
+    const measured = this.#serviceMs;
+    for (;;) {
+      const w = lifo ? list.tail : list.head;
+      if (w === undefined) break;
+      if (timed) {
+        // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
+        if (w.expiresAt <= now || (w.deadline !== Infinity && now + measured > w.deadline)) {
+          this.#fail(w, 'expired');
+          continue;
+        }
+        if (standing && now - w.enqueuedAt >= this.#codelTargetMs) {
+          this.#fail(w, 'expired');
+          continue;
+        }
+      }
+      if (!this.#fits(w.cost)) break;
+      this.#unqueue(w);
+      w.resolve(this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN));
+    }
+    if (list.size === 0) this.#clearTimer();
+  }
+
+  #unqueue(w: Waiter): void {
+    w.queued = false;
+    this.#list.remove(w);
+    if (w.heapIndex >= 0) this.#heap.remove(w);
+    this.#queuedCost -= w.cost;
+    this.#queuedBytes -= w.bytes;
+    w.signal?.removeEventListener('abort', w);
+  }
+
+  /** Removes a waiter and rejects its promise. */
+  #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
+    this.#unqueue(w);
+    if (reason === 'expired' && this.listenerCount('expire') > 0) {
+      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#clock.now() - w.enqueuedAt });
+    }
+    w.resolve(Promise.reject(this.#reject(reason, w.cost, cause)));
+  }
+
+  /** Keeps one timer, at the earliest moment a waiter must leave the queue. */
+  #schedule(now: number): void {
+    let at = this.#heap.peek()?.expiresAt ?? Infinity;
+    const head = this.#list.head;
+    if (head !== undefined && this.#codelTargetMs !== Infinity) {
+      const standingAt = this.#lastEmptyAt + this.#standingMs;
+      at = Math.min(at, Math.max(standingAt, head.enqueuedAt + this.#codelTargetMs));
+    }
+    if (at === Infinity || at >= this.#timerAt) return;
+    this.#clearTimer();
+    this.#timerAt = at;
+    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - now));
+  }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.#clock.now();
+    for (let w = this.#heap.peek(); w !== undefined && w.expiresAt <= now; w = this.#heap.peek()) {
+      this.#fail(w, 'expired');
+    }
+    if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {
+      for (
+        let w = this.#list.head;
+        w !== undefined && now - w.enqueuedAt >= this.#codelTargetMs;
+        w = this.#list.head
+      ) {
+        this.#fail(w, 'expired');
+      }
+    }
+    this.#dispatch();
+    if (this.#list.size > 0) this.#schedule(now);
+  };
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+  }
+
   #feed(permit: Permit, rtt: number, dropped: boolean): void {
-    const sample: Sample = {
-      startTime: permit.startTime,
-      rtt,
-      inflight: permit.inflight,
-      dropped,
-    };
+    const sample: Sample = { startTime: permit.startTime, rtt, inflight: permit.inflight, dropped };
     this.#algorithm.update(sample);
     const next = Math.floor(this.#algorithm.limit);
     if (next === this.#limit) return;
@@ -315,19 +466,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
     }
   }
 
-  #grant(cost: number): Permit {
+  #grant(cost: number, waitedMs: number): Permit {
     this.#inflight += cost;
     this.#permits++;
-    const timed = this.#adaptive || this.listenerCount('release') > 0;
+    // Adaptive algorithms need every call timed; otherwise one call in eight keeps the service-time
+    // estimate (queue admission, retryAfterMs) current without a clock read per call.
+    const timed =
+      this.#adaptive || (++this.#untimed & 7) === 0 || this.listenerCount('release') > 0;
     const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, this.#inflight);
     if (this.#stall !== undefined) this.#stall.arm();
     if (this.listenerCount('acquire') > 0) {
-      this.#emit('acquire', {
-        cost,
-        inflight: this.#inflight,
-        capacity: this.#capacity,
-        waitedMs: 0,
-      });
+      this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
     }
     return permit;
   }
@@ -375,35 +524,41 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
     else permit.ignore();
   }
 
-  #reject(reason: RejectReason, cost: number, cause?: unknown): LimitExceededError {
-    const retryAfterMs =
-      reason === 'closed' || reason === 'aborted' ? undefined : this.#retryAfter(cost);
-    const message =
-      reason === 'closed'
-        ? 'limiter closed'
-        : reason === 'aborted'
-          ? 'aborted before a permit was granted'
-          : `limit reached: ${this.#inflight}/${this.#capacity} units in flight, ${cost} requested`;
-    const error = new LimitExceededError(`limits: ${message}`, {
+  #reject(reason: RejectReason, cost: number, cause?: unknown, bytes = 0): LimitExceededError {
+    const units = Math.max(1, this.#inflight + this.#queuedCost + cost - this.#capacity);
+    const retryAfterMs = Math.max(
+      0,
+      Math.ceil((units * this.#service()) / Math.max(1, this.#capacity)),
+    );
+    const error = new LimitExceededError(`limits: ${this.#describe(reason, cost, bytes)}`, {
       reason,
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      retryAfterMs,
       ...(cause === undefined ? {} : { cause }),
     });
-    if (this.listenerCount('reject') > 0) {
-      this.#emit('reject', {
-        reason,
-        cost,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      });
-    }
+    if (this.listenerCount('reject') > 0) this.#emit('reject', { reason, cost, retryAfterMs });
     return error;
   }
 
-  /** Ms until `cost` units are likely free: calls end at about `capacity / avgRtt` per ms. */
-  #retryAfter(cost: number): number | undefined {
-    if (this.#rttAvg <= 0 || this.#capacity <= 0) return undefined;
-    const waitUnits = Math.max(1, this.#inflight + cost - this.#capacity);
-    return Math.max(0, Math.ceil((this.#rttAvg * waitUnits) / this.#capacity));
+  #describe(reason: RejectReason, cost: number, bytes: number): string {
+    const inflight = `${this.#inflight}/${this.#capacity} units in flight`;
+    switch (reason) {
+      case 'limit':
+        return `limit reached: ${inflight}, ${cost} requested, no queue (maxQueued 0)`;
+      case 'queue_full':
+        return `queue full: ${this.#list.size}/${this.#maxQueued} waiters, ${inflight}`;
+      case 'queue_bytes':
+        return `queue bytes full: ${formatBytes(this.#queuedBytes)} + ${formatBytes(bytes)} > ${formatBytes(this.#maxQueuedBytes)}`;
+      case 'too_large':
+        return `cost ${cost} exceeds the largest capacity this limiter can have (${this.#maxCost})`;
+      case 'deadline':
+        return `deadline cannot be met: ${this.#list.size} waiting (${this.#queuedCost} units), ${inflight}, service ≈ ${Math.round(this.#service())} ms`;
+      case 'expired':
+        return 'left the queue: its deadline or the maximum queue wait passed';
+      case 'aborted':
+        return 'aborted before a permit was granted';
+      case 'closed':
+        return 'limiter closed';
+    }
   }
 
   #finishClose(): void {
@@ -438,4 +593,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner 
 
 function checkCost(cost: unknown): number {
   return checkNumber('cost', cost, 1, { min: 0, minExclusive: true });
+}
+
+function checkBytes(bytes: unknown): number {
+  return checkNumber('bytes', bytes, 0, { min: 0 });
 }

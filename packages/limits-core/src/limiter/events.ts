@@ -24,7 +24,7 @@ export interface AcquireEvent {
   inflight: number;
   /** The capacity at the time. */
   capacity: number;
-  /** Ms the request waited in the queue (0 when admitted at once). */
+  /** Ms the request waited in the queue (0 when admitted at once; `NaN` when the wait was not timed). */
   waitedMs: number;
 }
 
@@ -48,8 +48,30 @@ export interface RejectEvent {
   reason: RejectReason;
   /** Units the request asked for. */
   cost: number;
-  /** The retry estimate given to the caller, if any. */
-  retryAfterMs?: number;
+  /** The retry estimate given to the caller, in ms. */
+  retryAfterMs: number;
+}
+
+/** Payload of the `queue` event: a request entered the queue. */
+export interface QueueEvent {
+  /** Units it asks for. */
+  cost: number;
+  /** Bytes it holds while queued. */
+  bytes: number;
+  /** Waiters now in the queue. */
+  queued: number;
+  /** Bytes now held by the queue. */
+  queuedBytes: number;
+}
+
+/** Payload of the `expire` event: a waiter left the queue by time. */
+export interface ExpireEvent {
+  /** Always `expired`: its deadline, the maximum queue wait, or the CoDel target passed. */
+  reason: 'expired';
+  /** Units it asked for. */
+  cost: number;
+  /** How long it waited, in ms. */
+  waitedMs: number;
 }
 
 /** Events of a {@link Limiter} (eventemitter3), with their payloads. */
@@ -60,8 +82,12 @@ export interface LimiterEvents {
   acquire: (event: AcquireEvent) => void;
   /** A permit came back. */
   release: (event: ReleaseEvent) => void;
-  /** A request was rejected. */
+  /** A request was rejected, at admission or when it left the queue without a permit. */
   reject: (event: RejectEvent) => void;
+  /** A request entered the queue. */
+  queue: (event: QueueEvent) => void;
+  /** A waiter left the queue by time (followed by a `reject` with reason `expired`). */
+  expire: (event: ExpireEvent) => void;
   /** A listener threw; without an `error` listener the error is rethrown on a microtask. */
   error: (error: unknown) => void;
 }
