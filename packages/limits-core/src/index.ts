@@ -4,6 +4,7 @@ export {
   type RejectReason,
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
+export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
 export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
@@ -33,3 +34,5 @@ export type {
 } from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
 export { Permit } from './limiter/Permit.js';
+export type { FairnessOptions } from './queue/DeficitRoundRobin.js';
+export type { PriorityOptions } from './queue/PriorityAging.js';

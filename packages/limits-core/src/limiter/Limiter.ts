@@ -1,35 +1,26 @@
 import { EventEmitter } from 'eventemitter3';
 import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
+import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { type Clock, systemClock } from '../internal/clock.js';
 import { checkFunction, checkNumber } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
+import { PriorityAging } from '../queue/PriorityAging.js';
+import type { Selector } from '../queue/Selector.js';
 import { Waiter, type WaiterOwner } from '../queue/Waiter.js';
 import { WaiterList } from '../queue/WaiterList.js';
+import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
 import type { AcquireOptions, LimiterOptions, LimiterSnapshot, QueueOrder } from './options.js';
-import { type Classify, defaultClassify, type Outcome } from './outcome.js';
+import type { Classify, Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
+import { type RunHooks, runUnderPermit } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
 
-const NEVER_ABORTED = new AbortController().signal;
 /** Weight of a new hold time in the service-time average. */
 const SERVICE_WEIGHT = 1 / 16;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
-function formatBytes(n: number): string {
-  if (n === Infinity) return '∞';
-  if (n < 10240) return `${n} B`;
-  return n < 10485760 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`;
-}
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -53,13 +44,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #codelTargetMs: number;
   readonly #codelIntervalMs: number;
   readonly #clock: Clock;
-  readonly #classify: Classify | undefined;
   readonly #adaptive: boolean;
   readonly #stall: StallDetector | undefined;
   readonly #maxCost: number;
   readonly #initialServiceMs: number;
   readonly #list = new WaiterList();
   readonly #heap = new ExpiryHeap();
+  readonly #selector: Selector | undefined;
+  readonly #estimator: CostEstimator | undefined;
+  readonly #hooks: RunHooks;
   #limit: number;
   #capacity: number;
   #inflight = 0;
@@ -133,7 +126,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       { min: 0 },
     );
     this.#clock = options.clock ?? systemClock;
-    this.#classify = checkFunction<Classify>('classify', options.classify);
     const stallMs = checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded);
     this.#initialServiceMs = checkNumber('initialServiceMs', options.initialServiceMs, 1000, {
       min: 0,
@@ -146,6 +138,22 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, this.#probeSlots);
     this.#limit = Math.floor(this.#algorithm.limit);
     this.#capacity = Math.max(this.#limit, this.#probeSlots);
+    if (options.fairness !== undefined && options.priority !== undefined) {
+      throw new RangeError(
+        'limits: options "fairness" and "priority" cannot be combined; choose one',
+      );
+    }
+    this.#estimator = options.fairness?.estimator;
+    if (options.fairness !== undefined) {
+      const largest = this.#estimator?.ceiling ?? this.#maxCost;
+      this.#selector = new DeficitRoundRobin(options.fairness, largest);
+    } else if (options.priority !== undefined) {
+      this.#selector = new PriorityAging(options.priority);
+    }
+    this.#hooks = {
+      classify: checkFunction<Classify>('classify', options.classify),
+      onError: (e) => this.#reportListenerError(e),
+    };
   }
 
   /** The algorithm's current limit, as an integer. */
@@ -192,6 +200,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#clock.now() - head.enqueuedAt),
       serviceMs: this.#service(),
       stalledSamples: this.#stalledSamples,
+      tenants: this.#selector instanceof DeficitRoundRobin ? this.#selector.tenants : 0,
       closed: this.#closed,
     };
   }
@@ -230,6 +239,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.#list.size === 0 && this.#fits(cost)) return Promise.resolve(this.#grant(cost, 0));
     if (this.#maxQueued === 0) return Promise.reject(this.#reject('limit', cost));
     if (this.#list.size >= this.#maxQueued) return Promise.reject(this.#reject('queue_full', cost));
+    if (this.#selector?.refuse(options?.tenant) !== undefined) {
+      return Promise.reject(this.#reject('queue_full', cost, undefined, 0, options?.tenant));
+    }
     const bytes = options?.bytes === undefined ? 0 : checkBytes(options.bytes);
     if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
       return Promise.reject(this.#reject('queue_bytes', cost, undefined, bytes));
@@ -251,7 +263,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         return Promise.reject(this.#reject('deadline', cost));
       }
     }
-    return this.#enqueue(cost, bytes, now, deadline, signal);
+    return this.#enqueue(cost, bytes, now, deadline, signal, options);
   }
 
   /**
@@ -265,8 +277,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
     const permit = this.tryAcquire(options);
-    if (permit !== undefined) return this.#runWith(permit, task, options?.signal);
-    return this.acquire(options).then((p) => this.#runWith(p, task, options?.signal));
+    if (permit !== undefined) return this.#runWith(permit, task, options);
+    return this.acquire(options).then((p) => this.#runWith(p, task, options));
   }
 
   /**
@@ -337,6 +349,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     now: number,
     deadline: number,
     signal: AbortSignal | undefined,
+    options: AcquireOptions | undefined,
   ): Promise<Permit> {
     const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
     let resolve!: (value: Permit | PromiseLike<Permit>) => void;
@@ -346,6 +359,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const waiter = new Waiter(this, cost, bytes, now, expiresAt, deadline, signal, resolve);
     if (this.#list.size === 0) this.#lastEmptyAt = now;
     this.#list.push(waiter);
+    const selector = this.#selector;
+    if (selector !== undefined) {
+      waiter.tenant = options?.tenant;
+      waiter.priority = checkNumber('priority', options?.priority, 0, {});
+      waiter.charge =
+        this.#estimator === undefined ? cost : this.#estimator.estimate(options?.kind ?? '', bytes);
+      selector.add(waiter);
+    }
     if (expiresAt !== Infinity) this.#heap.push(waiter);
     this.#queuedCost += cost;
     this.#queuedBytes += bytes;
@@ -361,13 +382,18 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #dispatch(): void {
     const list = this.#list;
     if (list.size === 0) return;
-    const timed = this.#heap.size > 0 || this.#order !== 'fifo' || this.#codelTargetMs !== Infinity;
+    const selector = this.#selector;
+    const timed =
+      this.#heap.size > 0 ||
+      this.#order !== 'fifo' ||
+      this.#codelTargetMs !== Infinity ||
+      selector !== undefined;
     const now = timed ? this.#clock.now() : 0;
     const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
     const measured = this.#serviceMs;
     for (;;) {
-      const w = lifo ? list.tail : list.head;
+      const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
       if (w === undefined) break;
       if (timed) {
         // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
@@ -381,15 +407,19 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         }
       }
       if (!this.#fits(w.cost)) break;
-      this.#unqueue(w);
+      this.#unqueue(w, true, now);
       w.resolve(this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN));
     }
     if (list.size === 0) this.#clearTimer();
   }
 
-  #unqueue(w: Waiter): void {
+  #unqueue(w: Waiter, served: boolean, now: number): void {
     w.queued = false;
     this.#list.remove(w);
+    if (this.#selector !== undefined) {
+      if (served) this.#selector.served(w, now);
+      else this.#selector.delete(w);
+    }
     if (w.heapIndex >= 0) this.#heap.remove(w);
     this.#queuedCost -= w.cost;
     this.#queuedBytes -= w.bytes;
@@ -398,7 +428,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** Removes a waiter and rejects its promise. */
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    this.#unqueue(w);
+    this.#unqueue(w, false, 0);
     if (reason === 'expired' && this.listenerCount('expire') > 0) {
       this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#clock.now() - w.enqueuedAt });
     }
@@ -484,81 +514,55 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #runWith<T>(
     permit: Permit,
     task: (signal: AbortSignal) => T | PromiseLike<T>,
-    signal: AbortSignal | undefined,
+    options: AcquireOptions | undefined,
   ): Promise<T> {
-    let result: T | PromiseLike<T>;
-    try {
-      result = task(signal ?? NEVER_ABORTED);
-    } catch (error) {
-      permit.ignore();
-      return Promise.reject(error);
+    const estimator = this.#estimator;
+    const kind = options?.kind;
+    if (estimator === undefined || kind === undefined) {
+      return runUnderPermit(permit, task, options?.signal, this.#hooks);
     }
-    if (!isThenable(result)) {
-      this.#settle(permit, undefined, result);
-      return Promise.resolve(result);
-    }
-    return Promise.resolve(result).then(
-      (value) => {
-        this.#settle(permit, undefined, value);
-        return value;
-      },
-      (error: unknown) => {
-        this.#settle(permit, error ?? new Error('task rejected with undefined'), undefined);
-        throw error;
-      },
-    );
+    // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
+    const start = this.#clock.now();
+    const bytes = options?.bytes ?? 0;
+    return runUnderPermit(permit, task, options?.signal, {
+      ...this.#hooks,
+      onSettled: () => estimator.observe(kind, Math.max(0, this.#clock.now() - start), bytes),
+    });
   }
 
-  #settle(permit: Permit, error: unknown, result: unknown): void {
-    let outcome: Outcome | undefined;
-    if (this.#classify !== undefined) {
-      try {
-        outcome = this.#classify(error, result);
-      } catch (classifyError) {
-        this.#reportListenerError(classifyError);
-      }
-    }
-    outcome ??= defaultClassify(error);
-    if (outcome === 'success') permit.success();
-    else if (outcome === 'dropped') permit.dropped();
-    else permit.ignore();
-  }
-
-  #reject(reason: RejectReason, cost: number, cause?: unknown, bytes = 0): LimitExceededError {
+  #reject(
+    reason: RejectReason,
+    cost: number,
+    cause?: unknown,
+    bytes = 0,
+    tenant?: string,
+  ): LimitExceededError {
     const units = Math.max(1, this.#inflight + this.#queuedCost + cost - this.#capacity);
     const retryAfterMs = Math.max(
       0,
       Math.ceil((units * this.#service()) / Math.max(1, this.#capacity)),
     );
-    const error = new LimitExceededError(`limits: ${this.#describe(reason, cost, bytes)}`, {
+    const message = describeRejection(reason, {
+      inflight: this.#inflight,
+      capacity: this.#capacity,
+      queued: this.#list.size,
+      maxQueued: this.#maxQueued,
+      queuedCost: this.#queuedCost,
+      queuedBytes: this.#queuedBytes,
+      maxQueuedBytes: this.#maxQueuedBytes,
+      maxCost: this.#maxCost,
+      serviceMs: this.#service(),
+      cost,
+      bytes,
+      tenant,
+    });
+    const error = new LimitExceededError(`limits: ${message}`, {
       reason,
       retryAfterMs,
       ...(cause === undefined ? {} : { cause }),
     });
     if (this.listenerCount('reject') > 0) this.#emit('reject', { reason, cost, retryAfterMs });
     return error;
-  }
-
-  #describe(reason: RejectReason, cost: number, bytes: number): string {
-    const inflight = `${this.#inflight}/${this.#capacity} units in flight`;
-    switch (reason) {
-      case 'limit':
-        return `limit reached: ${inflight}, ${cost} requested, no queue (maxQueued 0)`;
-      case 'queue_full':
-        return `queue full: ${this.#list.size}/${this.#maxQueued} waiters, ${inflight}`;
-      case 'queue_bytes':
-        return `queue bytes full: ${formatBytes(this.#queuedBytes)} + ${formatBytes(bytes)} > ${formatBytes(this.#maxQueuedBytes)}`;
-      case 'too_large':
-        return `cost ${cost} exceeds the largest capacity this limiter can have (${this.#maxCost})`;
-      case 'deadline':
-        return `deadline cannot be met: ${this.#list.size} waiting (${this.#queuedCost} units), ${inflight}, service ≈ ${Math.round(this.#service())} ms`;
-      case 'expired':
-        return 'left the queue: its deadline or the maximum queue wait passed';
-      case 'aborted':
-        return 'aborted before a permit was granted';
-      case 'closed':
-        return 'limiter closed';
-    }
   }
 
   #finishClose(): void {

@@ -1,5 +1,8 @@
+import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { Clock } from '../internal/clock.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { FairnessOptions } from '../queue/DeficitRoundRobin.js';
+import type { PriorityOptions } from '../queue/PriorityAging.js';
 import type { Classify } from './outcome.js';
 
 /** Order in which queued waiters are served. */
@@ -72,6 +75,17 @@ export interface LimiterOptions {
    * @default 1000
    */
   initialServiceMs?: number;
+  /**
+   * Fair queueing across tenants (the `tenant` acquire option): deficit round robin over per-tenant
+   * queues, charging each request its `cost`, or — with an `estimator` — the estimated cost of its
+   * `kind`, learned from how long calls of that kind really held their permit. Replaces `queueOrder`.
+   */
+  fairness?: FairnessOptions & {
+    /** Charges estimated costs instead of `cost`; `run` observes each call's duration into it. */
+    estimator?: CostEstimator;
+  };
+  /** Priority queueing with aging (the `priority` acquire option). Replaces `queueOrder`. */
+  priority?: PriorityOptions;
 }
 
 /** Options of {@link Limiter.acquire}, {@link Limiter.tryAcquire} and {@link Limiter.run}. */
@@ -90,9 +104,11 @@ export interface AcquireOptions {
   cost?: number;
   /** Bytes the request holds while queued (counted against `maxQueuedBytes`). @default 0 */
   bytes?: number;
-  /** Tenant key for fair queueing (used by fair queueing; ignored by the plain queue). */
+  /** Tenant key for fair queueing (`fairness`); ignored otherwise. */
   tenant?: string;
-  /** Queue priority (used by priority queueing; ignored by the plain queue). @default 0 */
+  /** Kind of request, for the fairness cost estimator; ignored otherwise. */
+  kind?: string;
+  /** Queue priority, higher first (`priority`); ignored otherwise. @default 0 */
   priority?: number;
 }
 
@@ -118,6 +134,8 @@ export interface LimiterSnapshot {
   serviceMs: number;
   /** Samples withheld from the algorithm because they overlapped an event-loop stall. */
   stalledSamples: number;
+  /** Tenants with queued waiters (the fair queue's tenant table; 0 without `fairness`). */
+  tenants: number;
   /** `close()` was called. */
   closed: boolean;
 }

@@ -34,6 +34,16 @@ export class Waiter {
   heapIndex = -1;
   /** Still in the queue. */
   queued = true;
+  /** Tenant key (fair queueing). */
+  tenant: string | undefined = undefined;
+  /** Base priority (priority queueing). */
+  priority = 0;
+  /** What fair queueing charges for serving it (the cost, or the estimator's estimate). */
+  charge = 0;
+  /** Selector bookkeeping: links in the selector's own lists and the group it belongs to. */
+  sprev: Waiter | undefined = undefined;
+  snext: Waiter | undefined = undefined;
+  group: unknown = undefined;
 
   constructor(
     owner: WaiterOwner,

@@ -1,0 +1,48 @@
+import type { RejectReason } from '../errors/LimitExceededError.js';
+
+/** @internal The live numbers a rejection message quotes. */
+export interface RejectionNumbers {
+  inflight: number;
+  capacity: number;
+  queued: number;
+  maxQueued: number;
+  queuedCost: number;
+  queuedBytes: number;
+  maxQueuedBytes: number;
+  maxCost: number;
+  serviceMs: number;
+  cost: number;
+  bytes: number;
+  tenant: string | undefined;
+}
+
+function formatBytes(n: number): string {
+  if (n === Infinity) return '∞';
+  if (n < 10240) return `${n} B`;
+  return n < 10485760 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`;
+}
+
+/** @internal A rejection message with the live numbers, e.g. "queue full: 100/100 waiters, …". */
+export function describeRejection(reason: RejectReason, n: RejectionNumbers): string {
+  const inflight = `${n.inflight}/${n.capacity} units in flight`;
+  switch (reason) {
+    case 'limit':
+      return `limit reached: ${inflight}, ${n.cost} requested, no queue (maxQueued 0)`;
+    case 'queue_full':
+      return n.tenant !== undefined && n.queued < n.maxQueued
+        ? `tenant queue full: tenant "${n.tenant}" has reached maxQueuedPerTenant, ${inflight}`
+        : `queue full: ${n.queued}/${n.maxQueued} waiters, ${inflight}`;
+    case 'queue_bytes':
+      return `queue bytes full: ${formatBytes(n.queuedBytes)} + ${formatBytes(n.bytes)} > ${formatBytes(n.maxQueuedBytes)}`;
+    case 'too_large':
+      return `cost ${n.cost} exceeds the largest capacity this limiter can have (${n.maxCost})`;
+    case 'deadline':
+      return `deadline cannot be met: ${n.queued} waiting (${n.queuedCost} units), ${inflight}, service ≈ ${Math.round(n.serviceMs)} ms`;
+    case 'expired':
+      return 'left the queue: its deadline or the maximum queue wait passed';
+    case 'aborted':
+      return 'aborted before a permit was granted';
+    case 'closed':
+      return 'limiter closed';
+  }
+}

@@ -1,0 +1,72 @@
+import { type Classify, defaultClassify, type Outcome } from './outcome.js';
+import type { Permit } from './Permit.js';
+
+/** A signal that never aborts, handed to tasks run without one (no allocation per call). */
+export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** @internal What `runUnderPermit` needs from the limiter. */
+export interface RunHooks {
+  classify: Classify | undefined;
+  /** Reports an error thrown by `classify` (listener-error path). */
+  onError(error: unknown): void;
+  /** Called when the task settled, before the permit is released (e.g. to observe its cost). */
+  onSettled?: (() => void) | undefined;
+}
+
+/**
+ * @internal Calls `task(signal)` under `permit` and reports the outcome on the permit when the task
+ * really settles. A synchronous throw means the task never started: the permit is released at once
+ * with `ignore`.
+ */
+export function runUnderPermit<T>(
+  permit: Permit,
+  task: (signal: AbortSignal) => T | PromiseLike<T>,
+  signal: AbortSignal | undefined,
+  hooks: RunHooks,
+): Promise<T> {
+  let result: T | PromiseLike<T>;
+  try {
+    result = task(signal ?? NEVER_ABORTED);
+  } catch (error) {
+    permit.ignore();
+    return Promise.reject(error);
+  }
+  if (!isThenable(result)) {
+    settle(permit, undefined, result, hooks);
+    return Promise.resolve(result);
+  }
+  return Promise.resolve(result).then(
+    (value) => {
+      settle(permit, undefined, value, hooks);
+      return value;
+    },
+    (error: unknown) => {
+      settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
+      throw error;
+    },
+  );
+}
+
+function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks): void {
+  hooks.onSettled?.();
+  let outcome: Outcome | undefined;
+  if (hooks.classify !== undefined) {
+    try {
+      outcome = hooks.classify(error, result);
+    } catch (classifyError) {
+      hooks.onError(classifyError);
+    }
+  }
+  outcome ??= defaultClassify(error);
+  if (outcome === 'success') permit.success();
+  else if (outcome === 'dropped') permit.dropped();
+  else permit.ignore();
+}

@@ -1,0 +1,192 @@
+import { checkFunction, checkNumber } from '../internal/validate.js';
+import { GroupList } from './GroupList.js';
+import type { Selector } from './Selector.js';
+import type { Waiter } from './Waiter.js';
+
+/** Options of tenant fairness (deficit round robin), {@link LimiterOptions.fairness}. */
+export interface FairnessOptions {
+  /**
+   * Credit a tenant earns per round, in the same unit as the charge (the request's `cost`, or the
+   * estimator's estimate): a number for all tenants, or a function of the tenant key for weights
+   * (a tenant with twice the quantum gets twice the served cost under contention).
+   * @default 1
+   */
+  quantum?: number | ((tenant: string) => number);
+  /**
+   * Cap on a tenant's unspent credit, so a tenant that waited long cannot burst through many requests
+   * at once. Must be ≥ the largest charge a request can have, or that request could never be served.
+   * @default the largest admissible charge (the limiter's largest cost, or the estimator's ceiling)
+   */
+  maxCredit?: number;
+  /** Largest number of queued waiters per tenant (reason `queue_full` beyond it). @default Infinity */
+  maxQueuedPerTenant?: number;
+}
+
+/** @internal Per-tenant state; exists only while the tenant has queued waiters. */
+interface Tenant {
+  key: string;
+  list: GroupList;
+  deficit: number;
+  quantum: number;
+  /** Credit for the current turn was already added. */
+  inTurn: boolean;
+  prev: Tenant | undefined;
+  next: Tenant | undefined;
+}
+
+/**
+ * @internal Deficit round robin over per-tenant FIFO queues (Shreedhar & Varghese), charging each
+ * request its estimated cost. On its turn a tenant earns `quantum` (capped at `maxCredit`) and is
+ * served while its head's charge fits its credit; the credit is reset when its queue empties, and the
+ * tenant's entry is deleted then, so the table holds only tenants with waiters (at most `maxQueued`).
+ */
+export class DeficitRoundRobin implements Selector {
+  readonly #quantum: (tenant: string) => number;
+  readonly #maxCredit: number;
+  readonly #maxPerTenant: number;
+  readonly #tenants = new Map<string, Tenant>();
+  /** The tenant whose turn it is (the ring is circular through next/prev). */
+  #current: Tenant | undefined = undefined;
+
+  /**
+   * @param largestCharge - the largest charge a request can have (validates `maxCredit`).
+   * @throws RangeError/TypeError naming the option.
+   */
+  constructor(options: FairnessOptions, largestCharge: number) {
+    const q = options.quantum;
+    if (typeof q === 'function') {
+      const fn = checkFunction<(t: string) => number>('fairness.quantum', q) as (
+        t: string,
+      ) => number;
+      this.#quantum = (t) =>
+        checkNumber('fairness.quantum(tenant)', fn(t), 1, { min: 0, minExclusive: true });
+    } else {
+      const n = checkNumber('fairness.quantum', q, 1, { min: 0, minExclusive: true });
+      this.#quantum = () => n;
+    }
+    const fallback = Number.isFinite(largestCharge) ? largestCharge : Number.MAX_SAFE_INTEGER;
+    this.#maxCredit = checkNumber('fairness.maxCredit', options.maxCredit, fallback, {
+      min: Number.isFinite(largestCharge) ? largestCharge : 0,
+      minExclusive: !Number.isFinite(largestCharge),
+    });
+    this.#maxPerTenant = checkNumber(
+      'fairness.maxQueuedPerTenant',
+      options.maxQueuedPerTenant,
+      Infinity,
+      {
+        min: 1,
+        integer: true,
+        allowInfinity: true,
+      },
+    );
+  }
+
+  /** Tenants currently holding waiters (the size of the tenant table). */
+  get tenants(): number {
+    return this.#tenants.size;
+  }
+
+  refuse(tenant: string | undefined): string | undefined {
+    const t = this.#tenants.get(tenant ?? '');
+    return t !== undefined && t.list.size >= this.#maxPerTenant ? 'tenant' : undefined;
+  }
+
+  add(w: Waiter): void {
+    const key = w.tenant ?? '';
+    let t = this.#tenants.get(key);
+    if (t === undefined) {
+      t = {
+        key,
+        list: new GroupList(),
+        deficit: 0,
+        quantum: this.#quantum(key),
+        inTurn: false,
+        prev: undefined,
+        next: undefined,
+      };
+      this.#tenants.set(key, t);
+      this.#link(t);
+    }
+    w.group = t;
+    t.list.push(w);
+  }
+
+  delete(w: Waiter): void {
+    const t = w.group as Tenant;
+    t.list.remove(w);
+    if (t.list.size === 0) this.#drop(t);
+  }
+
+  served(w: Waiter): void {
+    const t = w.group as Tenant;
+    t.deficit -= w.charge;
+    this.delete(w);
+  }
+
+  peek(): Waiter | undefined {
+    let t = this.#current;
+    if (t === undefined) return undefined;
+    // Visit tenants in turn; after a full round in which nobody could be served, jump ahead by the
+    // rounds the closest tenant still needs instead of looping round by round.
+    let visited = 0;
+    for (;;) {
+      if (!t.inTurn) {
+        t.deficit = Math.min(this.#maxCredit, t.deficit + t.quantum);
+        t.inTurn = true;
+      }
+      const head = t.list.head as Waiter;
+      if (head.charge <= t.deficit) {
+        this.#current = t;
+        return head;
+      }
+      t.inTurn = false;
+      t = t.next as Tenant;
+      if (++visited >= this.#tenants.size) {
+        this.#skipRounds();
+        visited = 0;
+      }
+    }
+  }
+
+  /** Adds the credit of the rounds the closest tenant still needs to every tenant (capped). */
+  #skipRounds(): void {
+    let rounds = Infinity;
+    for (const t of this.#tenants.values()) {
+      const head = t.list.head as Waiter;
+      rounds = Math.min(rounds, Math.ceil((head.charge - t.deficit) / t.quantum) - 1);
+    }
+    if (rounds <= 0) return;
+    for (const t of this.#tenants.values()) {
+      t.deficit = Math.min(this.#maxCredit, t.deficit + rounds * t.quantum);
+    }
+  }
+
+  #link(t: Tenant): void {
+    const cur = this.#current;
+    if (cur === undefined) {
+      t.next = t;
+      t.prev = t;
+      this.#current = t;
+      return;
+    }
+    // A new tenant joins at the end of the round (just before the current one).
+    const last = cur.prev as Tenant;
+    last.next = t;
+    t.prev = last;
+    t.next = cur;
+    cur.prev = t;
+  }
+
+  #drop(t: Tenant): void {
+    this.#tenants.delete(t.key);
+    if (t.next === t) {
+      this.#current = undefined;
+    } else {
+      (t.prev as Tenant).next = t.next;
+      (t.next as Tenant).prev = t.prev;
+      if (this.#current === t) this.#current = t.next;
+    }
+    t.next = undefined;
+    t.prev = undefined;
+  }
+}
