@@ -34,5 +34,12 @@ export type {
 } from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
 export { Permit } from './limiter/Permit.js';
+export {
+  type Ledger,
+  PartitionedLimiter,
+  type PartitionedLimiterOptions,
+  type PartitionLedger,
+  type PartitionOptions,
+} from './partition/PartitionedLimiter.js';
 export type { FairnessOptions } from './queue/DeficitRoundRobin.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';

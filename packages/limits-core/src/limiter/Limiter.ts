@@ -13,7 +13,13 @@ import { Waiter, type WaiterOwner } from '../queue/Waiter.js';
 import { WaiterList } from '../queue/WaiterList.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
-import type { AcquireOptions, LimiterOptions, LimiterSnapshot, QueueOrder } from './options.js';
+import type {
+  AcquireOptions,
+  CapacityGate,
+  LimiterOptions,
+  LimiterSnapshot,
+  QueueOrder,
+} from './options.js';
 import type { Classify, Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { type RunHooks, runUnderPermit } from './runTask.js';
@@ -53,6 +59,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #selector: Selector | undefined;
   readonly #estimator: CostEstimator | undefined;
   readonly #hooks: RunHooks;
+  readonly #gate: CapacityGate | undefined;
   #limit: number;
   #capacity: number;
   #inflight = 0;
@@ -150,6 +157,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     } else if (options.priority !== undefined) {
       this.#selector = new PriorityAging(options.priority);
     }
+    this.#gate = options.gate;
     this.#hooks = {
       classify: checkFunction<Classify>('classify', options.classify),
       onError: (e) => this.#reportListenerError(e),
@@ -315,7 +323,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.listenerCount('release') > 0) {
       this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
     }
+    this.#gate?.released(permit.cost);
     if (this.#list.size > 0) this.#dispatch();
+    this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
@@ -327,7 +337,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#dispatch();
   }
 
+  /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
+  _dispatch(): void {
+    if (this.#list.size > 0) this.#dispatch();
+  }
+
   #fits(cost: number): boolean {
+    if (this.#gate !== undefined) return this.#gate.fits(cost, this.#inflight);
     // A job costlier than the current capacity (the limit shrank below it) runs alone once in-flight
     // has drained to zero; otherwise it could never run.
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
@@ -503,7 +519,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     // estimate (queue admission, retryAfterMs) current without a clock read per call.
     const timed =
       this.#adaptive || (++this.#untimed & 7) === 0 || this.listenerCount('release') > 0;
-    const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, this.#inflight);
+    const gate = this.#gate;
+    gate?.granted(cost);
+    const inflight = gate === undefined ? this.#inflight : gate.inflight();
+    const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, inflight);
     if (this.#stall !== undefined) this.#stall.arm();
     if (this.listenerCount('acquire') > 0) {
       this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });

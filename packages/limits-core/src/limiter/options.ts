@@ -86,6 +86,25 @@ export interface LimiterOptions {
   };
   /** Priority queueing with aging (the `priority` acquire option). Replaces `queueOrder`. */
   priority?: PriorityOptions;
+  /**
+   * @internal Replaces the capacity check with an outside ledger (used by `PartitionedLimiter`);
+   * not part of the stable API.
+   */
+  gate?: CapacityGate;
+}
+
+/** @internal An outside capacity ledger consulted instead of the limiter's own capacity. */
+export interface CapacityGate {
+  /** Whether `cost` more units may start now, given the limiter's own in-flight units. */
+  fits(cost: number, inflight: number): boolean;
+  /** Units were granted. */
+  granted(cost: number): void;
+  /** Units came back (before the limiter serves its own queue). */
+  released(cost: number): void;
+  /** The limiter has served its own queue after a release: others may use what is left. */
+  afterRelease(): void;
+  /** The in-flight figure to put in samples (the whole ledger's, not one limiter's). */
+  inflight(): number;
 }
 
 /** Options of {@link Limiter.acquire}, {@link Limiter.tryAcquire} and {@link Limiter.run}. */
