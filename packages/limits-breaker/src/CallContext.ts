@@ -1,0 +1,27 @@
+/**
+ * What a guarded action receives as its first argument. Reading `signal` creates the call's own
+ * AbortController on first use: on Node 20 creating an AbortSignal costs several microseconds — more
+ * than the rest of the guard — so an action that never looks at it does not pay for it.
+ */
+export class CallContext {
+  #controller: AbortController | undefined = undefined;
+  #aborted = false;
+  #reason: unknown = undefined;
+
+  /** This call's signal: aborted when the call times out or the guard shuts down. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** @internal Aborts this call's signal (now, or as soon as it is created). */
+  _abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
+}

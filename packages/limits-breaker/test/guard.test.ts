@@ -1,0 +1,283 @@
+import { createRequire } from 'node:module';
+import { type Clock, type LimitExceededError, Limiter } from 'limits-core';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
+import { type CircuitState, guard } from '../src/guard.js';
+import type { OpossumConstructor } from '../src/opossum.js';
+
+const require = createRequire(import.meta.url);
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+// opossum 9 supports Node 20–24; opossum 10 declares Node ≥ 22, so it is tested where that holds.
+const engines: Array<[string, OpossumConstructor]> = [
+  ['opossum 9', require('opossum') as OpossumConstructor],
+];
+if (nodeMajor >= 22) engines.push(['opossum 10', require('opossum10') as OpossumConstructor]);
+
+/** A clock on the (faked) global timers. */
+const clock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const flush = async () => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const base = { CircuitBreaker, clock, timeout: false as const, limit: { limit: 10, clock } };
+
+  test('CLOSED → OPEN → HALF_OPEN → CLOSED, honouring volume threshold and error percentage', async () => {
+    let fail = true;
+    const g = guard(
+      async () => {
+        if (fail) throw new Error('boom');
+        return 'ok';
+      },
+      { ...base, volumeThreshold: 4, errorThresholdPercentage: 50, resetTimeout: 1000 },
+    );
+    const states: Array<[CircuitState, CircuitState]> = [];
+    g.on('state', (e) => states.push([e.from, e.to]));
+    // Three failures are under the volume threshold of 4: still closed.
+    for (let i = 0; i < 3; i++) await g.fire().catch(() => {});
+    expect(g.state).toBe('CLOSED');
+    await g.fire().catch(() => {}); // 4 fires, 100 % errors > 50 %
+    expect(g.state).toBe('OPEN');
+    await expect(g.fire()).rejects.toBeInstanceOf(CircuitOpenError);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(g.state).toBe('HALF_OPEN');
+    fail = false;
+    await expect(g.fire()).resolves.toBe('ok');
+    expect(g.state).toBe('CLOSED');
+    expect(states).toEqual([
+      ['CLOSED', 'OPEN'],
+      ['OPEN', 'HALF_OPEN'],
+      ['HALF_OPEN', 'CLOSED'],
+    ]);
+    await g.shutdown();
+  });
+
+  test('a failed trial re-opens the circuit; the error percentage is judged on the rolling window', async () => {
+    let fail = false;
+    const g = guard(
+      async () => {
+        if (fail) throw new Error('boom');
+        return 1;
+      },
+      { ...base, errorThresholdPercentage: 50, resetTimeout: 500 },
+    );
+    for (let i = 0; i < 3; i++) await g.fire();
+    fail = true;
+    await g.fire().catch(() => {}); // 1/4 = 25 %
+    expect(g.state).toBe('CLOSED');
+    await g.fire().catch(() => {}); // 2/5 = 40 %
+    await g.fire().catch(() => {}); // 3/6 = 50 %: not above
+    expect(g.state).toBe('CLOSED');
+    await g.fire().catch(() => {}); // 4/7 = 57 %
+    expect(g.state).toBe('OPEN');
+    await vi.advanceTimersByTimeAsync(500);
+    expect(g.state).toBe('HALF_OPEN');
+    await g.fire().catch(() => {});
+    expect(g.state).toBe('OPEN');
+    await g.shutdown();
+  });
+
+  test('while OPEN no permit is taken; limiter rejections never open the circuit', async () => {
+    const limiter = new Limiter({ limit: 1, clock });
+    const hold = deferred();
+    const g = guard(() => hold.promise, { ...base, limiter, errorThresholdPercentage: 1 });
+    const running = g.fire();
+    const rejections: string[] = [];
+    for (let i = 0; i < 1000; i++) {
+      await g.fire().catch((e: unknown) => rejections.push((e as LimitExceededError).reason));
+    }
+    expect(rejections).toHaveLength(1000);
+    expect(new Set(rejections)).toEqual(new Set(['limit']));
+    expect(g.state).toBe('CLOSED');
+    expect(g.stats().breaker.failures).toBe(0);
+    hold.resolve();
+    await running;
+    g.breaker.open();
+    let acquired = 0;
+    limiter.on('acquire', () => acquired++);
+    for (let i = 0; i < 100; i++) await g.fire().catch(() => {});
+    expect(acquired).toBe(0);
+    expect(limiter.inflight).toBe(0);
+    await g.shutdown();
+  });
+
+  test('a timed-out call: caller rejected at the timeout, permit held until the action settles', async () => {
+    const slow = deferred<string>();
+    let signal: AbortSignal | undefined;
+    const g = guard(
+      (ctx) => {
+        signal = ctx.signal;
+        return slow.promise;
+      },
+      { ...base, timeout: 100 },
+    );
+    const caller = g.fire();
+    const outcome = caller.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(g.limiter.inflight).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await outcome).toBeInstanceOf(CallTimeoutError);
+    expect(signal?.aborted).toBe(true);
+    expect(g.limiter.inflight).toBe(1); // the action is still running
+    expect(g.stats().breaker.failures).toBe(1);
+    const releases: string[] = [];
+    g.on('release', (e) => releases.push(e.outcome));
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(g.limiter.inflight).toBe(1);
+    slow.resolve('late');
+    await flush();
+    expect(g.limiter.inflight).toBe(0);
+    expect(releases).toEqual(['dropped']);
+    expect(vi.getTimerCount()).toBeGreaterThanOrEqual(0);
+    await g.shutdown();
+  });
+
+  test('HALF_OPEN with probeSlots 3 admits exactly 3 concurrent trial calls', async () => {
+    const gates: Array<ReturnType<typeof deferred<string>>> = [];
+    let fail = true;
+    const g = guard(
+      () => {
+        if (fail) return Promise.reject(new Error('down'));
+        const d = deferred<string>();
+        gates.push(d);
+        return d.promise;
+      },
+      { ...base, probeSlots: 3, resetTimeout: 100, limit: { limit: 10, probeSlots: 3, clock } },
+    );
+    await g.fire().catch(() => {});
+    expect(g.state).toBe('OPEN');
+    await vi.advanceTimersByTimeAsync(100);
+    expect(g.state).toBe('HALF_OPEN');
+    fail = false;
+    const trials = [g.fire(), g.fire(), g.fire()];
+    const extra = await g.fire().catch((e: unknown) => e);
+    expect(extra).toBeInstanceOf(CircuitOpenError);
+    expect((extra as CircuitOpenError).state).toBe('HALF_OPEN');
+    expect(gates).toHaveLength(3);
+    expect(g.stats().trials).toBe(3);
+    for (const d of gates) d.resolve('fine');
+    await Promise.all(trials);
+    expect(g.state).toBe('CLOSED');
+    await g.shutdown();
+  });
+
+  test('fallback gets the reason and the arguments; a fallback that throws rejects the caller', async () => {
+    const reasons: string[] = [];
+    const mode = 'error';
+    const g = guard(
+      async (_ctx, x: number) => {
+        if (mode === 'error') throw new Error('bad');
+        return x * 2;
+      },
+      {
+        ...base,
+        errorThresholdPercentage: 100,
+        fallback: (reason, x) => {
+          reasons.push(reason);
+          if (x === 13) throw new Error('fallback broke');
+          return -x;
+        },
+      },
+    );
+    expect(await g.fire(5)).toBe(-5);
+    await expect(g.fire(13)).rejects.toThrow('fallback broke');
+    g.breaker.open();
+    expect(await g.fire(7)).toBe(-7);
+    expect(reasons).toEqual(['error', 'error', 'open']);
+    await g.shutdown();
+  });
+
+  test('an action that throws synchronously returns its permit at once and is not a breaker failure', async () => {
+    const g = guard(() => {
+      throw new TypeError('bad arguments');
+    }, base);
+    await expect(g.fire()).rejects.toThrow('bad arguments');
+    expect(g.limiter.inflight).toBe(0);
+    expect(g.stats().breaker.failures).toBe(0);
+    await g.shutdown();
+  });
+
+  test('an action that never settles is held until shutdown() aborts it; nothing is left behind', async () => {
+    let signal: AbortSignal | undefined;
+    const g = guard(
+      (ctx) => {
+        signal = ctx.signal;
+        return new Promise<never>(() => {});
+      },
+      { ...base, timeout: 60_000 },
+    );
+    const caller = g.fire().catch((e: unknown) => e);
+    await flush();
+    expect(g.limiter.inflight).toBe(1);
+    const before = vi.getTimerCount();
+    expect(before).toBeGreaterThan(0);
+    await g.shutdown();
+    expect(signal?.aborted).toBe(true);
+    expect(await caller).toMatchObject({ code: 'SHUTDOWN' });
+    expect(g.limiter.inflight).toBe(0);
+    expect(g.limiter.snapshot().closed).toBe(true);
+    // opossum's rolling-window interval and the guard's timeout timer are gone.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(g.limiter.listenerCount('release')).toBe(0);
+    await expect(g.fire()).rejects.toMatchObject({ code: 'SHUTDOWN' });
+  });
+
+  test('classify decides: dropped feeds the limiter as congestion, ignore counts for nobody', async () => {
+    const g = guard(
+      async (_ctx, kind: string) => {
+        const e = Object.assign(new Error(kind), { status: kind === 'busy' ? 503 : 404 });
+        throw e;
+      },
+      {
+        ...base,
+        classify: (error) =>
+          (error as { status?: number })?.status === 503 ? 'dropped' : 'ignore',
+      },
+    );
+    const outcomes: string[] = [];
+    g.on('release', (e) => outcomes.push(e.outcome));
+    await g.fire('missing').catch(() => {});
+    await g.fire('busy').catch(() => {});
+    expect(outcomes).toEqual(['ignore', 'dropped']);
+    expect(g.stats().breaker).toMatchObject({ failures: 1, fires: 1 });
+    await g.shutdown();
+  });
+
+  test('stats carry latency percentiles from the rolling HDR histogram', async () => {
+    const g = guard((_ctx, ms: number) => new Promise<void>((r) => setTimeout(r, ms)), base);
+    for (const ms of [10, 20, 30, 40, 200]) {
+      const p = g.fire(ms);
+      await vi.advanceTimersByTimeAsync(ms);
+      await p;
+    }
+    const { latency } = g.stats();
+    expect(latency.count).toBe(5);
+    expect(latency.p50).toBeCloseTo(30, 0);
+    expect(latency.max).toBeCloseTo(200, 0);
+    await vi.advanceTimersByTimeAsync(61_000); // the window rolls over
+    expect(g.stats().latency.count).toBe(0);
+    await g.shutdown();
+  });
+});
