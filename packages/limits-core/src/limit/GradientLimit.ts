@@ -79,8 +79,11 @@ class Ewma {
  * ```
  */
 export class GradientLimit implements LimitAlgorithm {
-  /** Why the last update decided what it did. */
-  lastDecision?: LimitDecision;
+  #reason: LimitReason | undefined = undefined;
+  #rtt = 0;
+  #base = 0;
+  #gradient: number | undefined = undefined;
+  #longRtt = 0;
   readonly #minLimit: number;
   readonly #maxLimit: number;
   readonly #tolerance: number;
@@ -211,8 +214,24 @@ export class GradientLimit implements LimitAlgorithm {
     gradient: number | undefined,
     long: number,
   ): void {
-    const d: LimitDecision = { reason, rttMs: sample.rtt, baselineRttMs: base, longRttMs: long };
-    if (gradient !== undefined) d.gradient = gradient;
-    this.lastDecision = d;
+    // Kept as numbers and built on demand: the limiter reads it only for `limit` event listeners.
+    this.#reason = reason;
+    this.#rtt = sample.rtt;
+    this.#base = base;
+    this.#gradient = gradient;
+    this.#longRtt = long;
+  }
+
+  /** Why the last update decided what it did, and the numbers behind it. */
+  get lastDecision(): LimitDecision | undefined {
+    if (this.#reason === undefined) return undefined;
+    const d: LimitDecision = {
+      reason: this.#reason,
+      rttMs: this.#rtt,
+      baselineRttMs: this.#base,
+      longRttMs: this.#longRtt,
+    };
+    if (this.#gradient !== undefined) d.gradient = this.#gradient;
+    return d;
   }
 }

@@ -66,8 +66,10 @@ export function log10Scale(limit: number): number {
  * ```
  */
 export class VegasLimit implements LimitAlgorithm {
-  /** Why the last update decided what it did. */
-  lastDecision?: LimitDecision;
+  #reason: LimitReason | undefined = undefined;
+  #rtt = 0;
+  #base = 0;
+  #queue: number | undefined = undefined;
   readonly #minLimit: number;
   readonly #maxLimit: number;
   readonly #smoothing: number;
@@ -177,8 +179,18 @@ export class VegasLimit implements LimitAlgorithm {
   }
 
   #decide(reason: LimitReason, sample: Sample, base: number, queue?: number): void {
-    const d: LimitDecision = { reason, rttMs: sample.rtt, baselineRttMs: base };
-    if (queue !== undefined) d.queue = queue;
-    this.lastDecision = d;
+    // Kept as numbers and built on demand: the limiter reads it only for `limit` event listeners.
+    this.#reason = reason;
+    this.#rtt = sample.rtt;
+    this.#base = base;
+    this.#queue = queue;
+  }
+
+  /** Why the last update decided what it did, and the numbers behind it. */
+  get lastDecision(): LimitDecision | undefined {
+    if (this.#reason === undefined) return undefined;
+    const d: LimitDecision = { reason: this.#reason, rttMs: this.#rtt, baselineRttMs: this.#base };
+    if (this.#queue !== undefined) d.queue = this.#queue;
+    return d;
   }
 }

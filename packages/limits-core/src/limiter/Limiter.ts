@@ -320,7 +320,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         else this.#feed(permit, rtt, outcome === 'dropped');
       }
     }
-    if (this.listenerCount('release') > 0) {
+    if (this.#events.release !== undefined) {
       this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(permit.cost);
@@ -335,6 +335,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
     this.#dispatch();
+  }
+
+  /**
+   * eventemitter3's listener table: `this.#events.release !== undefined` tells whether anyone listens,
+   * with a property read instead of a `listenerCount` call (this runs several times per call).
+   */
+  get #events(): Partial<Record<keyof LimiterEvents, unknown>> {
+    return (this as unknown as { _events: Partial<Record<keyof LimiterEvents, unknown>> })._events;
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
@@ -388,7 +396,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#queuedBytes += bytes;
     signal?.addEventListener('abort', waiter);
     this.#schedule(now);
-    if (this.listenerCount('queue') > 0) {
+    if (this.#events.queue !== undefined) {
       this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
     }
     return promise;
@@ -445,7 +453,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /** Removes a waiter and rejects its promise. */
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
     this.#unqueue(w, false, 0);
-    if (reason === 'expired' && this.listenerCount('expire') > 0) {
+    if (reason === 'expired' && this.#events.expire !== undefined) {
       this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#clock.now() - w.enqueuedAt });
     }
     w.resolve(Promise.reject(this.#reject(reason, w.cost, cause)));
@@ -500,7 +508,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const previous = this.#limit;
     this.#limit = next;
     this.#capacity = Math.max(next, this.#probeSlots);
-    if (this.listenerCount('limit') > 0) {
+    if (this.#events.limit !== undefined) {
       const decision = this.#algorithm.lastDecision;
       this.#emit('limit', {
         limit: next,
@@ -515,16 +523,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #grant(cost: number, waitedMs: number): Permit {
     this.#inflight += cost;
     this.#permits++;
-    // Adaptive algorithms need every call timed; otherwise one call in eight keeps the service-time
+    // Adaptive algorithms need every call timed; otherwise one call in 32 keeps the service-time
     // estimate (queue admission, retryAfterMs) current without a clock read per call.
     const timed =
-      this.#adaptive || (++this.#untimed & 7) === 0 || this.listenerCount('release') > 0;
+      this.#adaptive || (++this.#untimed & 31) === 0 || this.#events.release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
     const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, inflight);
     if (this.#stall !== undefined) this.#stall.arm();
-    if (this.listenerCount('acquire') > 0) {
+    if (this.#events.acquire !== undefined) {
       this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
     }
     return permit;
@@ -580,7 +588,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       retryAfterMs,
       ...(cause === undefined ? {} : { cause }),
     });
-    if (this.listenerCount('reject') > 0) this.#emit('reject', { reason, cost, retryAfterMs });
+    if (this.#events.reject !== undefined) this.#emit('reject', { reason, cost, retryAfterMs });
     return error;
   }
 
@@ -600,7 +608,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   #reportListenerError(error: unknown): void {
-    if (this.listenerCount('error') > 0) {
+    if (this.#events.error !== undefined) {
       try {
         this.emit('error', error);
         return;

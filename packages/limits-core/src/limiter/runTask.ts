@@ -4,14 +4,6 @@ import type { Permit } from './Permit.js';
 /** A signal that never aborts, handed to tasks run without one (no allocation per call). */
 export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
 /** @internal What `runUnderPermit` needs from the limiter. */
 export interface RunHooks {
   classify: Classify | undefined;
@@ -24,9 +16,9 @@ export interface RunHooks {
 /**
  * @internal Calls `task(signal)` under `permit` and reports the outcome on the permit when the task
  * really settles. A synchronous throw means the task never started: the permit is released at once
- * with `ignore`.
+ * with `ignore` (before this function returns).
  */
-export function runUnderPermit<T>(
+export async function runUnderPermit<T>(
   permit: Permit,
   task: (signal: AbortSignal) => T | PromiseLike<T>,
   signal: AbortSignal | undefined,
@@ -37,22 +29,18 @@ export function runUnderPermit<T>(
     result = task(signal ?? NEVER_ABORTED);
   } catch (error) {
     permit.ignore();
-    return Promise.reject(error);
+    throw error;
   }
-  if (!isThenable(result)) {
-    settle(permit, undefined, result, hooks);
-    return Promise.resolve(result);
+  let value: T;
+  try {
+    value = await result;
+  } catch (error) {
+    settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
+    throw error;
   }
-  return Promise.resolve(result).then(
-    (value) => {
-      settle(permit, undefined, value, hooks);
-      return value;
-    },
-    (error: unknown) => {
-      settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
-      throw error;
-    },
-  );
+  if (hooks.classify === undefined && hooks.onSettled === undefined) permit.success();
+  else settle(permit, undefined, value, hooks);
+  return value;
 }
 
 function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks): void {
