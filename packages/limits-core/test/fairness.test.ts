@@ -90,11 +90,17 @@ describe('tenant fairness in the limiter', () => {
     const all: Promise<void>[] = [];
     for (let i = 0; i < 50; i++)
       all.push(
-        limiter.acquire({ tenant: 'flood' }).then((p) => (order.push('flood'), p.success())),
+        limiter.acquire({ tenant: 'flood' }).then((p) => {
+          order.push('flood');
+          p.success();
+        }),
       );
     for (let i = 0; i < 3; i++)
       all.push(
-        limiter.acquire({ tenant: 'quiet' }).then((p) => (order.push('quiet'), p.success())),
+        limiter.acquire({ tenant: 'quiet' }).then((p) => {
+          order.push('quiet');
+          p.success();
+        }),
       );
     held.success();
     await Promise.all(all);
@@ -202,16 +208,18 @@ describe('tenant fairness in the limiter', () => {
     // Both tenants claim cost 1; the reports really cost 40 each.
     for (let i = 0; i < 5; i++) {
       all.push(
-        limiter
-          .acquire({ tenant: 'analyst', kind: 'report' })
-          .then((p) => (order.push('R'), p.success())),
+        limiter.acquire({ tenant: 'analyst', kind: 'report' }).then((p) => {
+          order.push('R');
+          p.success();
+        }),
       );
     }
     for (let i = 0; i < 40; i++) {
       all.push(
-        limiter
-          .acquire({ tenant: 'shop', kind: 'lookup' })
-          .then((p) => (order.push('L'), p.success())),
+        limiter.acquire({ tenant: 'shop', kind: 'lookup' }).then((p) => {
+          order.push('L');
+          p.success();
+        }),
       );
     }
     held.success();

@@ -140,14 +140,18 @@ describe('bounded queue', () => {
     let listeners = 0;
     const signal = new Proxy(ac.signal, {
       get(target, prop) {
-        if (prop === 'addEventListener')
-          return (...a: Parameters<AbortSignal['addEventListener']>) => (
-            listeners++, target.addEventListener(...a)
-          );
-        if (prop === 'removeEventListener')
-          return (...a: Parameters<AbortSignal['removeEventListener']>) => (
-            listeners--, target.removeEventListener(...a)
-          );
+        if (prop === 'addEventListener') {
+          return (...a: Parameters<AbortSignal['addEventListener']>) => {
+            listeners++;
+            target.addEventListener(...a);
+          };
+        }
+        if (prop === 'removeEventListener') {
+          return (...a: Parameters<AbortSignal['removeEventListener']>) => {
+            listeners--;
+            target.removeEventListener(...a);
+          };
+        }
         const v = Reflect.get(target, prop, target);
         return typeof v === 'function' ? v.bind(target) : v;
       },

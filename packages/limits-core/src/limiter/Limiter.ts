@@ -1,13 +1,11 @@
 import { EventEmitter } from 'eventemitter3';
 import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
-import { type Clock, systemClock } from '../internal/clock.js';
-import { checkFunction, checkNumber } from '../internal/validate.js';
-import { FixedLimit } from '../limit/FixedLimit.js';
+import type { Clock } from '../internal/clock.js';
+import { checkNumber } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
-import { PriorityAging } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
 import { Waiter, type WaiterOwner } from '../queue/Waiter.js';
 import { WaiterList } from '../queue/WaiterList.js';
@@ -20,8 +18,9 @@ import type {
   LimiterSnapshot,
   QueueOrder,
 } from './options.js';
-import type { Classify, Outcome } from './outcome.js';
+import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
+import { resolveOptions } from './resolveOptions.js';
 import { type RunHooks, runUnderPermit } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
 
@@ -48,7 +47,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #order: QueueOrder;
   readonly #standingMs: number;
   readonly #codelTargetMs: number;
-  readonly #codelIntervalMs: number;
   readonly #clock: Clock;
   readonly #adaptive: boolean;
   readonly #stall: StallDetector | undefined;
@@ -78,90 +76,28 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
-    const limit = options.limit ?? 20;
-    if (typeof limit === 'number') {
-      this.#algorithm = new FixedLimit(limit);
-    } else if (
-      limit !== null &&
-      typeof limit === 'object' &&
-      typeof limit.update === 'function' &&
-      typeof limit.limit === 'number'
-    ) {
-      this.#algorithm = limit;
-    } else {
-      throw new TypeError(
-        'limits: option "limit" must be a number or a LimitAlgorithm (an object with limit and update)',
-      );
+    const o = resolveOptions(options);
+    this.#algorithm = o.algorithm;
+    this.#probeSlots = o.probeSlots;
+    this.#maxQueued = o.maxQueued;
+    this.#maxQueuedBytes = o.maxQueuedBytes;
+    this.#maxQueueWaitMs = o.maxQueueWaitMs;
+    this.#order = o.order;
+    this.#codelTargetMs = o.codelTargetMs;
+    this.#standingMs = o.standingMs;
+    this.#clock = o.clock;
+    this.#initialServiceMs = o.initialServiceMs;
+    this.#adaptive = o.adaptive;
+    this.#maxCost = o.maxCost;
+    this.#selector = o.selector;
+    this.#estimator = o.estimator;
+    this.#gate = o.gate;
+    if (o.adaptive && o.stallThresholdMs !== Infinity) {
+      this.#stall = new StallDetector(o.clock, o.stallThresholdMs, () => this.#permits > 0);
     }
-    this.#probeSlots = checkNumber('probeSlots', options.probeSlots, 1, { min: 0, integer: true });
-    this.#maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {
-      min: 0,
-      integer: true,
-      allowInfinity: true,
-    });
-    const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
-    this.#maxQueuedBytes = checkNumber(
-      'maxQueuedBytes',
-      options.maxQueuedBytes,
-      Infinity,
-      unbounded,
-    );
-    this.#maxQueueWaitMs = checkNumber(
-      'maxQueueWaitMs',
-      options.maxQueueWaitMs,
-      Infinity,
-      unbounded,
-    );
-    const order = options.queueOrder ?? 'fifo';
-    if (order !== 'fifo' && order !== 'lifo' && order !== 'adaptive') {
-      throw new RangeError(
-        `limits: option "queueOrder" must be one of 'fifo', 'lifo', 'adaptive', got ${String(order)}`,
-      );
-    }
-    this.#order = order;
-    const codel = options.codel;
-    this.#codelTargetMs = codel
-      ? checkNumber('codel.targetMs', codel.targetMs, 5, { min: 0, minExclusive: true })
-      : Infinity;
-    this.#codelIntervalMs = codel
-      ? checkNumber('codel.intervalMs', codel.intervalMs, 100, { min: 0, minExclusive: true })
-      : Infinity;
-    this.#standingMs = checkNumber(
-      'standingQueueMs',
-      options.standingQueueMs,
-      codel ? this.#codelIntervalMs : 100,
-      { min: 0 },
-    );
-    this.#clock = options.clock ?? systemClock;
-    const stallMs = checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded);
-    this.#initialServiceMs = checkNumber('initialServiceMs', options.initialServiceMs, 1000, {
-      min: 0,
-    });
-    this.#adaptive = !(this.#algorithm instanceof FixedLimit);
-    if (this.#adaptive && stallMs !== Infinity) {
-      this.#stall = new StallDetector(this.#clock, stallMs, () => this.#permits > 0);
-    }
-    const maxLimit = this.#algorithm.maxLimit;
-    this.#maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, this.#probeSlots);
-    this.#limit = Math.floor(this.#algorithm.limit);
-    this.#capacity = Math.max(this.#limit, this.#probeSlots);
-    if (options.fairness !== undefined && options.priority !== undefined) {
-      throw new RangeError(
-        'limits: options "fairness" and "priority" cannot be combined; choose one',
-      );
-    }
-    this.#estimator = options.fairness?.estimator;
-    if (options.fairness !== undefined) {
-      const largest = this.#estimator?.ceiling ?? this.#maxCost;
-      this.#selector = new DeficitRoundRobin(options.fairness, largest);
-    } else if (options.priority !== undefined) {
-      this.#selector = new PriorityAging(options.priority);
-    }
-    this.#gate = options.gate;
-    this.#hooks = {
-      classify: checkFunction<Classify>('classify', options.classify),
-      onError: (e) => this.#reportListenerError(e),
-    };
+    this.#limit = Math.floor(o.algorithm.limit);
+    this.#capacity = Math.max(this.#limit, o.probeSlots);
+    this.#hooks = { classify: o.classify, onError: (e) => this.#reportListenerError(e) };
   }
 
   /** The algorithm's current limit, as an integer. */
