@@ -3,16 +3,17 @@ import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
 import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
-import { Waiter } from '../src/queue/Waiter.js';
+import { SelectorEntry, Waiter } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 
 const owner = { _abortWaiter() {} };
 function waiter(tenant: string, charge: number): Waiter {
   const w = new Waiter(owner, 1, 0, 0, Infinity, Infinity, undefined, () => {});
-  w.tenant = tenant;
-  w.charge = charge;
+  w.sel = new SelectorEntry(w, tenant, 0, charge);
   return w;
 }
+const tenantOf = (w: Waiter) => w.sel?.tenant ?? '';
+const chargeOf = (w: Waiter) => w.sel?.charge ?? 0;
 
 /** Serves `n` picks and returns the tenants in order. */
 function serve(drr: DeficitRoundRobin, n: number): string[] {
@@ -20,7 +21,7 @@ function serve(drr: DeficitRoundRobin, n: number): string[] {
   for (let i = 0; i < n; i++) {
     const w = drr.peek();
     if (w === undefined) break;
-    out.push(w.tenant ?? '');
+    out.push(tenantOf(w));
     drr.served(w);
   }
   return out;
@@ -57,7 +58,7 @@ describe('deficit round robin', () => {
     const served = { A: 0, B: 0 };
     for (let i = 0; i < 6000; i++) {
       const w = drr.peek() as Waiter;
-      served[w.tenant as 'A' | 'B'] += w.charge;
+      served[tenantOf(w) as 'A' | 'B'] += chargeOf(w);
       drr.served(w);
     }
     expect(served.B / served.A).toBeGreaterThan(2 * 0.95);

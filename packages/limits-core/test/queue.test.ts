@@ -133,6 +133,33 @@ describe('bounded queue', () => {
     held?.success();
   });
 
+  test('waiters with out-of-order deadlines each leave at their own time', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 1, maxQueued: 10, clock, initialServiceMs: 0 });
+    const held = limiter.tryAcquire() as Permit;
+    const late = track(limiter.acquire({ timeout: 100 }));
+    const none = track(limiter.acquire());
+    const early = track(limiter.acquire({ timeout: 30 })); // earlier than one queued before it
+    const mid = track(limiter.acquire({ timeout: 60 }));
+    expect(clock.pending).toBe(1);
+    await clock.advance(30);
+    expect([late.settled, none.settled, early.settled, mid.settled]).toEqual([
+      false,
+      false,
+      true,
+      false,
+    ]);
+    await clock.advance(30);
+    expect(mid.error).toMatchObject({ reason: 'expired' });
+    await clock.advance(40);
+    expect(late.error).toMatchObject({ reason: 'expired' });
+    expect(limiter.queued).toBe(1);
+    held.success();
+    await flush();
+    expect(none.value).toBeDefined();
+    expect(clock.pending).toBe(0);
+  });
+
   test('an aborted waiter leaves at once, its listener is removed, and the next waiter moves up', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10 });
     const held = limiter.tryAcquire() as Permit;

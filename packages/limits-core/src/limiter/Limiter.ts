@@ -7,7 +7,7 @@ import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
 import type { Selector } from '../queue/Selector.js';
-import { Waiter, type WaiterOwner } from '../queue/Waiter.js';
+import { SelectorEntry, Waiter, type WaiterOwner } from '../queue/Waiter.js';
 import { WaiterList } from '../queue/WaiterList.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
@@ -54,6 +54,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #initialServiceMs: number;
   readonly #list = new WaiterList();
   readonly #heap = new ExpiryHeap();
+  /**
+   * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
+   * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
+   * expires first; the heap is used only once an earlier expiry arrives after a later one, until
+   * the queue empties.
+   */
+  #heapMode = false;
+  #lastExpiry = -Infinity;
   readonly #selector: Selector | undefined;
   readonly #estimator: CostEstimator | undefined;
   readonly #hooks: RunHooks;
@@ -175,12 +183,22 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws LimitExceededError (rejected promise) with the reason it was not admitted.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
+    return this.#admit(options, undefined) as Promise<Permit>;
+  }
+
+  #admit(
+    options: AcquireOptions | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
+  ): Promise<unknown> {
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(this.#reject('aborted', cost, signal.reason));
     if (this.#closed) return Promise.reject(this.#reject('closed', cost));
     if (cost > this.#maxCost) return Promise.reject(this.#reject('too_large', cost));
-    if (this.#list.size === 0 && this.#fits(cost)) return Promise.resolve(this.#grant(cost, 0));
+    if (this.#list.size === 0 && this.#fits(cost)) {
+      const permit = this.#grant(cost, 0);
+      return task === undefined ? Promise.resolve(permit) : this.#runWith(permit, task, options);
+    }
     if (this.#maxQueued === 0) return Promise.reject(this.#reject('limit', cost));
     if (this.#list.size >= this.#maxQueued) return Promise.reject(this.#reject('queue_full', cost));
     if (this.#selector?.refuse(options?.tenant) !== undefined) {
@@ -207,7 +225,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         return Promise.reject(this.#reject('deadline', cost));
       }
     }
-    return this.#enqueue(cost, bytes, now, deadline, signal, options);
+    return this.#enqueue(cost, bytes, now, deadline, signal, options, task);
   }
 
   /**
@@ -222,7 +240,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
     const permit = this.tryAcquire(options);
     if (permit !== undefined) return this.#runWith(permit, task, options);
-    return this.acquire(options).then((p) => this.#runWith(p, task, options));
+    // A queued run carries its task in the waiter, which starts it when granted: one promise and no
+    // closure per queued call.
+    return this.#admit(options, task as (signal: AbortSignal) => unknown) as Promise<T>;
   }
 
   /**
@@ -310,24 +330,40 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     deadline: number,
     signal: AbortSignal | undefined,
     options: AcquireOptions | undefined,
-  ): Promise<Permit> {
+    task: ((signal: AbortSignal) => unknown) | undefined,
+  ): Promise<unknown> {
     const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
-    let resolve!: (value: Permit | PromiseLike<Permit>) => void;
-    const promise = new Promise<Permit>((res) => {
+    let resolve!: (value: unknown) => void;
+    const promise = new Promise<unknown>((res) => {
       resolve = res;
     });
     const waiter = new Waiter(this, cost, bytes, now, expiresAt, deadline, signal, resolve);
+    if (task !== undefined) {
+      waiter.task = task;
+      waiter.options = options;
+    }
     if (this.#list.size === 0) this.#lastEmptyAt = now;
     this.#list.push(waiter);
     const selector = this.#selector;
     if (selector !== undefined) {
-      waiter.tenant = options?.tenant;
-      waiter.priority = checkNumber('priority', options?.priority, 0, {});
-      waiter.charge =
-        this.#estimator === undefined ? cost : this.#estimator.estimate(options?.kind ?? '', bytes);
+      waiter.sel = new SelectorEntry(
+        waiter,
+        options?.tenant,
+        checkNumber('priority', options?.priority, 0, {}),
+        this.#estimator === undefined ? cost : this.#estimator.estimate(options?.kind ?? '', bytes),
+      );
       selector.add(waiter);
     }
-    if (expiresAt !== Infinity) this.#heap.push(waiter);
+    if (this.#heapMode) {
+      if (expiresAt !== Infinity) this.#heap.push(waiter);
+    } else if (expiresAt < this.#lastExpiry) {
+      this.#heapMode = true;
+      for (let w = this.#list.head; w !== undefined; w = w.next) {
+        if (w.expiresAt !== Infinity) this.#heap.push(w);
+      }
+    } else {
+      this.#lastExpiry = expiresAt;
+    }
     this.#queuedCost += cost;
     this.#queuedBytes += bytes;
     signal?.addEventListener('abort', waiter);
@@ -344,7 +380,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (list.size === 0) return;
     const selector = this.#selector;
     const timed =
-      this.#heap.size > 0 ||
+      this.#earliest() !== undefined ||
       this.#order !== 'fifo' ||
       this.#codelTargetMs !== Infinity ||
       selector !== undefined;
@@ -368,7 +404,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       if (!this.#fits(w.cost)) break;
       this.#unqueue(w, true, now);
-      w.resolve(this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN));
+      const permit = this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN);
+      w.resolve(w.task === undefined ? permit : this.#runWith(permit, w.task, w.options));
     }
     if (list.size === 0) this.#clearTimer();
   }
@@ -381,6 +418,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       else this.#selector.delete(w);
     }
     if (w.heapIndex >= 0) this.#heap.remove(w);
+    if (this.#list.size === 0) {
+      this.#heapMode = false;
+      this.#lastExpiry = -Infinity;
+    }
     this.#queuedCost -= w.cost;
     this.#queuedBytes -= w.bytes;
     w.signal?.removeEventListener('abort', w);
@@ -395,9 +436,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     w.resolve(Promise.reject(this.#reject(reason, w.cost, cause)));
   }
 
+  /** The waiter that expires first, if any waiter has an expiry. */
+  #earliest(): Waiter | undefined {
+    if (this.#heapMode) return this.#heap.peek();
+    const head = this.#list.head;
+    return head !== undefined && head.expiresAt !== Infinity ? head : undefined;
+  }
+
   /** Keeps one timer, at the earliest moment a waiter must leave the queue. */
   #schedule(now: number): void {
-    let at = this.#heap.peek()?.expiresAt ?? Infinity;
+    let at = this.#earliest()?.expiresAt ?? Infinity;
     const head = this.#list.head;
     if (head !== undefined && this.#codelTargetMs !== Infinity) {
       const standingAt = this.#lastEmptyAt + this.#standingMs;
@@ -413,7 +461,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#timer = undefined;
     this.#timerAt = Infinity;
     const now = this.#clock.now();
-    for (let w = this.#heap.peek(); w !== undefined && w.expiresAt <= now; w = this.#heap.peek()) {
+    for (let w = this.#earliest(); w !== undefined && w.expiresAt <= now; w = this.#earliest()) {
       this.#fail(w, 'expired');
     }
     if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {

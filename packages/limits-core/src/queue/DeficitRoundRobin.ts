@@ -1,7 +1,7 @@
 import { checkFunction, checkNumber } from '../internal/validate.js';
 import { GroupList } from './GroupList.js';
 import type { Selector } from './Selector.js';
-import type { Waiter } from './Waiter.js';
+import type { SelectorEntry, Waiter } from './Waiter.js';
 
 /** Options of tenant fairness (deficit round robin), {@link LimiterOptions.fairness}. */
 export interface FairnessOptions {
@@ -92,7 +92,8 @@ export class DeficitRoundRobin implements Selector {
   }
 
   add(w: Waiter): void {
-    const key = w.tenant ?? '';
+    const e = w.sel as SelectorEntry;
+    const key = e.tenant ?? '';
     let t = this.#tenants.get(key);
     if (t === undefined) {
       t = {
@@ -107,19 +108,20 @@ export class DeficitRoundRobin implements Selector {
       this.#tenants.set(key, t);
       this.#link(t);
     }
-    w.group = t;
-    t.list.push(w);
+    e.group = t;
+    t.list.push(e);
   }
 
   delete(w: Waiter): void {
-    const t = w.group as Tenant;
-    t.list.remove(w);
+    const e = w.sel as SelectorEntry;
+    const t = e.group as Tenant;
+    t.list.remove(e);
     if (t.list.size === 0) this.#drop(t);
   }
 
   served(w: Waiter): void {
-    const t = w.group as Tenant;
-    t.deficit -= w.charge;
+    const e = w.sel as SelectorEntry;
+    (e.group as Tenant).deficit -= e.charge;
     this.delete(w);
   }
 
@@ -134,10 +136,10 @@ export class DeficitRoundRobin implements Selector {
         t.deficit = Math.min(this.#maxCredit, t.deficit + t.quantum);
         t.inTurn = true;
       }
-      const head = t.list.head as Waiter;
+      const head = t.list.head as SelectorEntry;
       if (head.charge <= t.deficit) {
         this.#current = t;
-        return head;
+        return head.waiter;
       }
       t.inTurn = false;
       t = t.next as Tenant;
@@ -152,7 +154,7 @@ export class DeficitRoundRobin implements Selector {
   #skipRounds(): void {
     let rounds = Infinity;
     for (const t of this.#tenants.values()) {
-      const head = t.list.head as Waiter;
+      const head = t.list.head as SelectorEntry;
       rounds = Math.min(rounds, Math.ceil((head.charge - t.deficit) / t.quantum) - 1);
     }
     if (rounds <= 0) return;

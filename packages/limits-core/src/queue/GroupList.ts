@@ -1,27 +1,27 @@
-import type { Waiter } from './Waiter.js';
+import type { SelectorEntry } from './Waiter.js';
 
-/** @internal A FIFO of waiters linked through their selector links (`sprev`/`snext`). */
+/** @internal A FIFO of selector entries linked through `sprev`/`snext`. */
 export class GroupList {
-  head: Waiter | undefined = undefined;
-  tail: Waiter | undefined = undefined;
+  head: SelectorEntry | undefined = undefined;
+  tail: SelectorEntry | undefined = undefined;
   size = 0;
 
-  push(w: Waiter): void {
-    w.sprev = this.tail;
-    w.snext = undefined;
-    if (this.tail === undefined) this.head = w;
-    else this.tail.snext = w;
-    this.tail = w;
+  push(e: SelectorEntry): void {
+    e.sprev = this.tail;
+    e.snext = undefined;
+    if (this.tail === undefined) this.head = e;
+    else this.tail.snext = e;
+    this.tail = e;
     this.size++;
   }
 
-  remove(w: Waiter): void {
-    if (w.sprev === undefined) this.head = w.snext;
-    else w.sprev.snext = w.snext;
-    if (w.snext === undefined) this.tail = w.sprev;
-    else w.snext.sprev = w.sprev;
-    w.sprev = undefined;
-    w.snext = undefined;
+  remove(e: SelectorEntry): void {
+    if (e.sprev === undefined) this.head = e.snext;
+    else e.sprev.snext = e.snext;
+    if (e.snext === undefined) this.tail = e.sprev;
+    else e.snext.sprev = e.sprev;
+    e.sprev = undefined;
+    e.snext = undefined;
     this.size--;
   }
 }

@@ -1,7 +1,7 @@
 import { checkNumber } from '../internal/validate.js';
 import { GroupList } from './GroupList.js';
 import type { Selector } from './Selector.js';
-import type { Waiter } from './Waiter.js';
+import type { SelectorEntry, Waiter } from './Waiter.js';
 
 /** Options of priority queueing, {@link LimiterOptions.priority}. */
 export interface PriorityOptions {
@@ -69,23 +69,25 @@ export class PriorityAging implements Selector {
   }
 
   add(w: Waiter): void {
-    let c = this.#classes.get(w.priority);
+    const e = w.sel as SelectorEntry;
+    let c = this.#classes.get(e.priority);
     if (c === undefined) {
-      c = { priority: w.priority, list: new GroupList(), starved: 0 };
-      this.#classes.set(w.priority, c);
+      c = { priority: e.priority, list: new GroupList(), starved: 0 };
+      this.#classes.set(e.priority, c);
     }
-    w.group = c;
-    c.list.push(w);
+    e.group = c;
+    c.list.push(e);
   }
 
   delete(w: Waiter): void {
-    const c = w.group as PriorityClass;
-    c.list.remove(w);
+    const e = w.sel as SelectorEntry;
+    const c = e.group as PriorityClass;
+    c.list.remove(e);
     if (c.list.size === 0) this.#classes.delete(c.priority);
   }
 
   served(w: Waiter): void {
-    const chosen = w.group as PriorityClass;
+    const chosen = (w.sel as SelectorEntry).group as PriorityClass;
     for (const c of this.#classes.values()) c.starved = c === chosen ? 0 : c.starved + 1;
     this.delete(w);
   }
@@ -95,7 +97,7 @@ export class PriorityAging implements Selector {
     let bestScore = -Infinity;
     let starvedMost: PriorityClass | undefined;
     for (const c of this.#classes.values()) {
-      const head = c.list.head as Waiter;
+      const head = (c.list.head as SelectorEntry).waiter;
       if (
         c.starved >= this.#starveAfter &&
         (starvedMost === undefined || c.starved > starvedMost.starved)
@@ -112,6 +114,6 @@ export class PriorityAging implements Selector {
         bestScore = score;
       }
     }
-    return starvedMost !== undefined ? starvedMost.list.head : best;
+    return starvedMost !== undefined ? starvedMost.list.head?.waiter : best;
   }
 }

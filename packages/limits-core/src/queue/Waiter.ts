@@ -1,3 +1,4 @@
+import type { AcquireOptions } from '../limiter/options.js';
 import type { Permit } from '../limiter/Permit.js';
 
 /** @internal What a waiter calls back into when its signal aborts. */
@@ -22,8 +23,8 @@ export class Waiter {
   readonly expiresAt: number;
   /** The caller's deadline (clock ms), checked against the service time estimate at dispatch. */
   readonly deadline: number;
-  /** Settles the caller's promise. */
-  readonly resolve: (value: Permit | PromiseLike<Permit>) => void;
+  /** Settles the caller's promise (with the permit, or with the run task's result). */
+  readonly resolve: (value: Permit | PromiseLike<unknown>) => void;
   /** The caller's signal, if any. */
   readonly signal: AbortSignal | undefined;
   readonly #owner: WaiterOwner;
@@ -34,16 +35,12 @@ export class Waiter {
   heapIndex = -1;
   /** Still in the queue. */
   queued = true;
-  /** Tenant key (fair queueing). */
-  tenant: string | undefined = undefined;
-  /** Base priority (priority queueing). */
-  priority = 0;
-  /** What fair queueing charges for serving it (the cost, or the estimator's estimate). */
-  charge = 0;
-  /** Selector bookkeeping: links in the selector's own lists and the group it belongs to. */
-  sprev: Waiter | undefined = undefined;
-  snext: Waiter | undefined = undefined;
-  group: unknown = undefined;
+  /** Selector bookkeeping (fair or priority queueing only): kept apart so a plain waiter stays small. */
+  sel: SelectorEntry | undefined = undefined;
+  /** For `run`: the task to start under the permit once granted (the waiter then settles its result). */
+  task: ((signal: AbortSignal) => unknown) | undefined = undefined;
+  /** For `run`: the acquire options of the call. */
+  options: AcquireOptions | undefined = undefined;
 
   constructor(
     owner: WaiterOwner,
@@ -53,7 +50,7 @@ export class Waiter {
     expiresAt: number,
     deadline: number,
     signal: AbortSignal | undefined,
-    resolve: (value: Permit | PromiseLike<Permit>) => void,
+    resolve: (value: Permit | PromiseLike<unknown>) => void,
   ) {
     this.#owner = owner;
     this.cost = cost;
@@ -69,4 +66,24 @@ export class Waiter {
   handleEvent(): void {
     this.#owner._abortWaiter(this);
   }
+}
+
+/** @internal A waiter's entry in a selector (fair or priority queueing). */
+export class SelectorEntry {
+  /** Links in the selector's own per-group list. */
+  sprev: SelectorEntry | undefined = undefined;
+  snext: SelectorEntry | undefined = undefined;
+  /** The group (tenant or priority class) it is queued in. */
+  group: unknown = undefined;
+
+  constructor(
+    /** The waiter. */
+    readonly waiter: Waiter,
+    /** Tenant key (fair queueing). */
+    readonly tenant: string | undefined,
+    /** Base priority (priority queueing). */
+    readonly priority: number,
+    /** What fair queueing charges for serving it (the cost, or the estimator's estimate). */
+    readonly charge: number,
+  ) {}
 }
