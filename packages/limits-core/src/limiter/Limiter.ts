@@ -76,6 +76,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #timer: unknown = undefined;
   #timerAt = Infinity;
   #serviceMs = 0;
+  /** Mean absolute deviation of the hold time (same weight): the margin of deadline checks. */
+  #serviceDevMs = 0;
   #untimed = 0;
   #stalledSamples = 0;
   #closed = false;
@@ -221,7 +223,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
       // queue ahead cannot start, and the call cannot finish, in time.
-      if (deadline <= now || now + this.#estimateWait(cost) + this.#service() > deadline) {
+      if (deadline <= now || now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
         return Promise.reject(this.#reject('deadline', cost));
       }
     }
@@ -268,8 +270,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const rtt = timed ? this.#clock.now() - permit.startTime : Number.NaN;
     let stalled = false;
     if (timed) {
-      this.#serviceMs =
-        this.#serviceMs === 0 ? rtt : this.#serviceMs + (rtt - this.#serviceMs) * SERVICE_WEIGHT;
+      if (this.#serviceMs === 0) {
+        this.#serviceMs = rtt;
+      } else {
+        this.#serviceDevMs += (Math.abs(rtt - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
+        this.#serviceMs += (rtt - this.#serviceMs) * SERVICE_WEIGHT;
+      }
       if (this.#adaptive && outcome !== 'ignore') {
         stalled = this.#stall?.overlaps(permit.startTime, permit.startTime + rtt) ?? false;
         if (stalled) this.#stalledSamples++;
@@ -315,6 +321,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   #service(): number {
     return this.#serviceMs > 0 ? this.#serviceMs : this.#initialServiceMs;
+  }
+
+  /**
+   * Time a call needs to finish once started, for deadline checks: the mean hold time plus twice its
+   * mean deviation, so a call with just the mean left is not started to finish late half the time.
+   */
+  #finishMargin(): number {
+    return this.#service() + 2 * this.#serviceDevMs;
   }
 
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
@@ -387,7 +401,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const now = timed ? this.#clock.now() : 0;
     const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
-    const measured = this.#serviceMs;
+    const measured = this.#serviceMs > 0 ? this.#finishMargin() : 0;
     for (;;) {
       const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
       if (w === undefined) break;
