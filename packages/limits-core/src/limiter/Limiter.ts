@@ -176,7 +176,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     ) {
       return undefined;
     }
-    return this.#grant(cost, 0);
+    return this.#grant(cost, 0, options?.timeout !== undefined || options?.deadline !== undefined);
   }
 
   /**
@@ -198,7 +198,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.#closed) return Promise.reject(this.#reject('closed', cost));
     if (cost > this.#maxCost) return Promise.reject(this.#reject('too_large', cost));
     if (this.#list.size === 0 && this.#fits(cost)) {
-      const permit = this.#grant(cost, 0);
+      const permit = this.#grant(
+        cost,
+        0,
+        options?.timeout !== undefined || options?.deadline !== undefined,
+      );
       return task === undefined ? Promise.resolve(permit) : this.#runWith(permit, task, options);
     }
     if (this.#maxQueued === 0) return Promise.reject(this.#reject('limit', cost));
@@ -273,7 +277,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (this.#serviceMs === 0) {
         this.#serviceMs = rtt;
       } else {
-        this.#serviceDevMs += (Math.abs(rtt - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
+        this.#serviceDevMs +=
+          (Math.abs(rtt - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
         this.#serviceMs += (rtt - this.#serviceMs) * SERVICE_WEIGHT;
       }
       if (this.#adaptive && outcome !== 'ignore') {
@@ -418,7 +423,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       if (!this.#fits(w.cost)) break;
       this.#unqueue(w, true, now);
-      const permit = this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN);
+      const permit = this.#grant(
+        w.cost,
+        timed ? now - w.enqueuedAt : Number.NaN,
+        w.deadline !== Infinity,
+      );
       w.resolve(w.task === undefined ? permit : this.#runWith(permit, w.task, w.options));
     }
     if (list.size === 0) this.#clearTimer();
@@ -518,13 +527,18 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
   }
 
-  #grant(cost: number, waitedMs: number): Permit {
+  /** @param hasDeadline - the caller gave a deadline: its call is timed, deadline checks need the data. */
+  #grant(cost: number, waitedMs: number, hasDeadline: boolean): Permit {
     this.#inflight += cost;
     this.#permits++;
-    // Adaptive algorithms need every call timed; otherwise one call in 32 keeps the service-time
-    // estimate (queue admission, retryAfterMs) current without a clock read per call.
+    // Adaptive algorithms need every call timed, and so do calls with a deadline (deadline checks
+    // rely on the service-time estimate); otherwise one call in 32 keeps that estimate (queue
+    // admission, retryAfterMs) current without a clock read per call.
     const timed =
-      this.#adaptive || (++this.#untimed & 31) === 0 || this.#events.release !== undefined;
+      this.#adaptive ||
+      hasDeadline ||
+      (++this.#untimed & 31) === 0 ||
+      this.#events.release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
