@@ -2,6 +2,13 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // CI collects a JSON report per package to print one "N passed, N failed" line (see .ci/run).
+    reporters: process.env.LIMITS_TEST_REPORT_DIR
+      ? [
+          'default',
+          ['json', { outputFile: `${process.env.LIMITS_TEST_REPORT_DIR}/limits-core.json` }],
+        ]
+      : ['default'],
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     testTimeout: 20_000,
   },
