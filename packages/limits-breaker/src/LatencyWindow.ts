@@ -42,16 +42,19 @@ export class LatencyWindow {
     this.#sliceStart = now();
   }
 
-  /** Records one call's latency in ms. */
-  record(ms: number): void {
-    this.#rotate();
+  /**
+   * Records one call's latency in ms.
+   * @param now - the current clock time, if the caller has it (saves a clock read).
+   */
+  record(ms: number, now = this.#now()): void {
+    this.#rotate(now);
     const us = Math.min(HIGHEST_US, Math.max(1, Math.round(ms * 1000)));
     (this.#buckets[this.#current] as hdr.Histogram).recordValue(us);
   }
 
   /** Percentiles over the window, in ms (all 0 when empty). */
   summary(): LatencySummary {
-    this.#rotate();
+    this.#rotate(this.#now());
     const merged = histogram();
     for (const b of this.#buckets) merged.add(b);
     const ms = (us: number) => us / 1000;
@@ -64,8 +67,7 @@ export class LatencyWindow {
     };
   }
 
-  #rotate(): void {
-    const now = this.#now();
+  #rotate(now: number): void {
     let slices = Math.floor((now - this.#sliceStart) / this.#sliceMs);
     if (slices <= 0) return;
     this.#sliceStart += slices * this.#sliceMs;

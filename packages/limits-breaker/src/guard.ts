@@ -111,7 +111,7 @@ export interface GuardStats {
   trials: number;
 }
 
-const RESOLVED = Promise.resolve();
+const EMPTY_ARGS: unknown[] = [];
 const noop = () => {};
 const passThrough = (outcome: unknown) => outcome;
 
@@ -145,6 +145,11 @@ class Call implements Timed {
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
   listed = false;
+  /** Links in the guard's list of calls in flight. */
+  cprev: Call | undefined = undefined;
+  cnext: Call | undefined = undefined;
+  /** Still in flight for the guard (not settled, not shut down). */
+  live = true;
   /** The caller was answered (by the result, the timeout, or shutdown). */
   answered = false;
   timedOut = false;
@@ -184,8 +189,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   readonly #timeouts: TimeoutList;
   readonly #latency: LatencyWindow;
   readonly #ownsLimiter: boolean;
-  readonly #calls = new Set<Call>();
+  /** Calls in flight (an intrusive list: no hashing per call, unlike a Set). */
+  #callsHead: Call | undefined = undefined;
   readonly #unsubscribe: Array<() => void> = [];
+  readonly #forwarding = new Set<string>();
   #state: CircuitState = 'CLOSED';
   #trials = 0;
   #shut = false;
@@ -260,19 +267,49 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       this.breaker.removeListener('halfOpen', onHalfOpen);
       this.breaker.removeListener('close', onClose);
     });
-    type Untyped = {
+  }
+
+  /**
+   * Subscribes like eventemitter3's `on`; the limiter's `limit`, `reject` and `release` events are
+   * forwarded only once someone listens to them here (a `release` listener makes the limiter time
+   * every call, which a guard nobody charts should not pay for).
+   */
+  override on<T extends EventEmitter.EventNames<GuardEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<GuardEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#forward(event);
+    return super.on(event, fn, context);
+  }
+
+  /** Like {@link Guard.on}, once. */
+  override once<T extends EventEmitter.EventNames<GuardEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<GuardEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#forward(event);
+    return super.once(event, fn, context);
+  }
+
+  #forward(event: string): void {
+    if (
+      (event !== 'limit' && event !== 'reject' && event !== 'release') ||
+      this.#forwarding.has(event)
+    ) {
+      return;
+    }
+    this.#forwarding.add(event);
+    const source = this.limiter as unknown as {
       on(e: string, f: (p: unknown) => void): unknown;
       off(e: string, f: (p: unknown) => void): unknown;
     };
-    const source = this.limiter as unknown as Untyped;
-    for (const event of ['limit', 'reject', 'release'] as const) {
-      const forward = (payload: unknown) => {
-        if (this.listenerCount(event) > 0)
-          (this.emit as (e: string, p: unknown) => boolean)(event, payload);
-      };
-      source.on(event, forward);
-      this.#unsubscribe.push(() => source.off(event, forward));
-    }
+    const forward = (payload: unknown) => {
+      (this.emit as (e: string, p: unknown) => boolean)(event, payload);
+    };
+    source.on(event, forward);
+    this.#unsubscribe.push(() => source.off(event, forward));
   }
 
   /** The circuit state. */
@@ -330,7 +367,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#shut = true;
     this.#timeouts.clear();
     const error = new LimitsError('SHUTDOWN', 'limits: guard shut down');
-    for (const call of this.#calls) {
+    for (let call = this.#callsHead; call !== undefined; call = call.cnext) {
+      call.live = false;
       call.ctx._abort(error);
       if (!call.answered) {
         call.answered = true;
@@ -338,7 +376,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       }
       call.permit.ignore();
     }
-    this.#calls.clear();
+    this.#callsHead = undefined;
     for (const off of this.#unsubscribe) off();
     this.breaker.shutdown();
     if (this.#ownsLimiter) await this.limiter.close();
@@ -388,7 +426,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       resolve,
       reject,
     );
-    this.#calls.add(call);
+    const head = this.#callsHead;
+    call.cnext = head;
+    if (head !== undefined) head.cprev = call;
+    this.#callsHead = call;
     if (this.#timeoutMs !== false) {
       call.due = call.start + this.#timeoutMs;
       this.#timeouts.add(call);
@@ -398,9 +439,14 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
 
   /** The action settled (possibly long after its caller timed out). */
   #settled(call: Call, error: unknown, value: unknown): void {
-    if (!this.#calls.delete(call)) return; // shut down meanwhile: already released
+    if (!call.live) return; // shut down meanwhile: already released
+    call.live = false;
+    if (call.cprev === undefined) this.#callsHead = call.cnext;
+    else call.cprev.cnext = call.cnext;
+    if (call.cnext !== undefined) call.cnext.cprev = call.cprev;
     this.#timeouts.remove(call);
-    this.#latency.record(this.#clock.now() - call.start);
+    const now = this.#clock.now();
+    this.#latency.record(now - call.start, now);
     if (call.timedOut) {
       // Counted as a breaker failure when it timed out; now the permit can go back, as congestion.
       call.permit.dropped();
@@ -445,7 +491,15 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     }
     // A call admitted while CLOSED whose outcome arrives after the circuit left CLOSED says nothing new.
     if (this.#state !== 'CLOSED') return;
-    this.breaker.fire(ok ? RESOLVED : Promise.reject(error)).catch(noop);
+    if (ok) {
+      // What opossum's own fire() does for a success, minus the promise plumbing: its rolling window
+      // counts `fire` and `success` from these events (a success never changes a CLOSED circuit).
+      this.breaker.emit('fire', EMPTY_ARGS);
+      this.breaker.emit('success', undefined, 0);
+    } else {
+      // A failure goes through fire(), so opossum judges volume and error percentage and may open.
+      this.breaker.fire(Promise.reject(error)).catch(noop);
+    }
   }
 
   #fail(reason: FallbackReason, args: A, error: unknown): Promise<R> {

@@ -13,6 +13,7 @@ export interface OpossumBreaker {
   readonly isShutdown: boolean;
   readonly stats: OpossumStats;
   on(event: string, listener: (...args: unknown[]) => void): this;
+  emit(event: string, ...args: unknown[]): boolean;
   removeListener(event: string, listener: (...args: unknown[]) => void): this;
 }
 
