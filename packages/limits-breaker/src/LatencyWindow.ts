@@ -10,6 +10,11 @@ export interface LatencySummary {
   max: number;
 }
 
+/** Calls recorded one by one in each slice before recording is sampled. */
+const SAMPLE_AFTER = 1024;
+/** Past SAMPLE_AFTER calls in a slice, one call in this many is recorded (with this weight). */
+const SAMPLE_EVERY = 4;
+
 /** Slowest latency tracked: 10 minutes, in µs. */
 const HIGHEST_US = 600_000_000;
 
@@ -26,7 +31,8 @@ function histogram(): hdr.Histogram {
  * A rolling latency window: `buckets` HDR histograms (microsecond precision, 2 significant digits,
  * about 14 KB each) that rotate every `windowMs / buckets` ms, so memory is bounded whatever the call
  * rate, and percentiles cost a merge of a few histograms instead of a sort of every sample. Rotation
- * happens lazily on record and read: no timer.
+ * happens lazily on record and read: no timer. Past 1,024 calls in a slice, one call in 4 is recorded
+ * with weight 4 (the maximum stays exact).
  */
 export class LatencyWindow {
   readonly #buckets: hdr.Histogram[];
@@ -34,9 +40,14 @@ export class LatencyWindow {
   readonly #now: () => number;
   #current = 0;
   #sliceStart: number;
+  /** Calls seen in the current slice (recorded or skipped). */
+  #seen = 0;
+  /** The slowest call of the window's slices, kept exactly even when recording is sampled. */
+  readonly #maxUs: number[];
 
   constructor(windowMs: number, buckets: number, now: () => number) {
     this.#buckets = Array.from({ length: buckets }, histogram);
+    this.#maxUs = Array.from({ length: buckets }, () => 0);
     this.#sliceMs = windowMs / buckets;
     this.#now = now;
     this.#sliceStart = now();
@@ -49,7 +60,16 @@ export class LatencyWindow {
   record(ms: number, now = this.#now()): void {
     this.#rotate(now);
     const us = Math.min(HIGHEST_US, Math.max(1, Math.round(ms * 1000)));
-    (this.#buckets[this.#current] as hdr.Histogram).recordValue(us);
+    if (us > (this.#maxUs[this.#current] as number)) this.#maxUs[this.#current] = us;
+    // Every call is recorded until a slice holds SAMPLE_AFTER calls; past that (high call rates)
+    // one call in SAMPLE_EVERY is recorded with that weight: percentiles stay unbiased, the max is
+    // kept exactly, and a busy guard does not pay a histogram update on every call.
+    const seen = ++this.#seen;
+    if (seen <= SAMPLE_AFTER) {
+      (this.#buckets[this.#current] as hdr.Histogram).recordValue(us);
+    } else if (seen % SAMPLE_EVERY === 0) {
+      (this.#buckets[this.#current] as hdr.Histogram).recordValueWithCount(us, SAMPLE_EVERY);
+    }
   }
 
   /** Percentiles over the window, in ms (all 0 when empty). */
@@ -63,7 +83,7 @@ export class LatencyWindow {
       p50: ms(merged.getValueAtPercentile(50)),
       p90: ms(merged.getValueAtPercentile(90)),
       p99: ms(merged.getValueAtPercentile(99)),
-      max: ms(merged.maxValue),
+      max: ms(Math.max(...this.#maxUs)),
     };
   }
 
@@ -75,6 +95,8 @@ export class LatencyWindow {
     for (let i = 0; i < slices; i++) {
       this.#current = (this.#current + 1) % this.#buckets.length;
       (this.#buckets[this.#current] as hdr.Histogram).reset();
+      this.#maxUs[this.#current] = 0;
     }
+    this.#seen = 0;
   }
 }

@@ -395,8 +395,25 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     }
     if (!isThenable(result)) {
       const call = this.#track(permit, trial, args, ctx, noop, noop);
+      call.answered = true;
       this.#settled(call, undefined, result);
       return Promise.resolve(result);
+    }
+    if (this.#timeoutMs === false) {
+      // Without a timeout the caller is answered exactly when the action settles: derive its promise
+      // from the action's instead of making a second one.
+      const call = this.#track(permit, trial, args, ctx, noop, noop);
+      call.answered = true;
+      return Promise.resolve(result).then(
+        (value) => {
+          this.#settled(call, undefined, value);
+          return value;
+        },
+        (error: unknown) => {
+          this.#settled(call, error ?? new Error('action rejected with undefined'), undefined);
+          return this.#fail('error', args, error);
+        },
+      );
     }
     return new Promise<R>((resolve, reject) => {
       const call = this.#track(permit, trial, args, ctx, resolve as (v: unknown) => void, reject);
@@ -464,6 +481,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     else call.permit.ignore();
     if (outcome !== 'ignore') this.#record(outcome === 'success', call.trial, error);
     else if (call.trial) this.#trials--;
+    // A caller already answered (by a derived promise, or at its timeout) is not answered again.
+    if (call.answered) return;
     call.answered = true;
     if (error === undefined) call.resolve(value);
     else this.#fail('error', call.args as A, error).then(call.resolve, call.reject);
