@@ -51,11 +51,34 @@ export function checkNumber(
   return value;
 }
 
+/** The three limit options every algorithm takes. */
+export interface LimitBoundsOptions {
+  initialLimit?: number | undefined;
+  minLimit?: number | undefined;
+  maxLimit?: number | undefined;
+}
+
+/**
+ * Validates `initialLimit`, `minLimit` and `maxLimit` (defaults 20, 1, 1000, each ≥ 1) and that
+ * `min ≤ initial ≤ max`.
+ * @throws RangeError/TypeError naming the option (prefixed by `owner`) and the range.
+ */
+export function checkLimits(
+  owner: string,
+  options: LimitBoundsOptions,
+): { initial: number; min: number; max: number } {
+  const initial = checkNumber(`${owner}.initialLimit`, options.initialLimit, 20, { min: 1 });
+  const min = checkNumber(`${owner}.minLimit`, options.minLimit, 1, { min: 1 });
+  const max = checkNumber(`${owner}.maxLimit`, options.maxLimit, 1000, { min: 1 });
+  checkLimitBounds(owner, initial, min, max);
+  return { initial, min, max };
+}
+
 /**
  * Validates that `min ≤ initial ≤ max` for the three limit options shared by every algorithm.
  * @throws RangeError naming the option that breaks the order.
  */
-export function checkLimitBounds(
+function checkLimitBounds(
   owner: string,
   initialLimit: number,
   minLimit: number,

@@ -1,4 +1,4 @@
-import { checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import { checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 
 /** Options of {@link AimdLimit}. */
@@ -62,10 +62,9 @@ export class AimdLimit implements LimitAlgorithm {
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: AimdLimitOptions = {}) {
-    const initial = checkNumber('aimd.initialLimit', options.initialLimit, 20, { min: 1 });
-    this.#minLimit = checkNumber('aimd.minLimit', options.minLimit, 1, { min: 1 });
-    this.#maxLimit = checkNumber('aimd.maxLimit', options.maxLimit, 1000, { min: 1 });
-    checkLimitBounds('aimd', initial, this.#minLimit, this.#maxLimit);
+    const { initial, min, max } = checkLimits('aimd', options);
+    this.#minLimit = min;
+    this.#maxLimit = max;
     this.#backoff = checkNumber('aimd.backoffRatio', options.backoffRatio, 0.9, { min: 0.5 });
     if (this.#backoff >= 1) {
       throw new RangeError(

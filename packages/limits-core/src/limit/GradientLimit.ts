@@ -1,4 +1,4 @@
-import { checkFunction, checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import { checkFunction, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
 import { SlowStart } from './SlowStart.js';
@@ -99,10 +99,9 @@ export class GradientLimit implements LimitAlgorithm {
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: GradientLimitOptions = {}) {
-    const initial = checkNumber('gradient.initialLimit', options.initialLimit, 20, { min: 1 });
-    this.#minLimit = checkNumber('gradient.minLimit', options.minLimit, 1, { min: 1 });
-    this.#maxLimit = checkNumber('gradient.maxLimit', options.maxLimit, 1000, { min: 1 });
-    checkLimitBounds('gradient', initial, this.#minLimit, this.#maxLimit);
+    const { initial, min, max } = checkLimits('gradient', options);
+    this.#minLimit = min;
+    this.#maxLimit = max;
     this.#tolerance = checkNumber('gradient.tolerance', options.tolerance, 1.1, { min: 1 });
     const qa = options.queueAllowance;
     if (typeof qa === 'function') {

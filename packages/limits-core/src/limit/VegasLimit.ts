@@ -1,4 +1,4 @@
-import { checkLimitBounds, checkNumber, clamp } from '../internal/validate.js';
+import { checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
 import { SlowStart } from './SlowStart.js';
@@ -84,10 +84,9 @@ export class VegasLimit implements LimitAlgorithm {
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: VegasLimitOptions = {}) {
-    const initial = checkNumber('vegas.initialLimit', options.initialLimit, 20, { min: 1 });
-    this.#minLimit = checkNumber('vegas.minLimit', options.minLimit, 1, { min: 1 });
-    this.#maxLimit = checkNumber('vegas.maxLimit', options.maxLimit, 1000, { min: 1 });
-    checkLimitBounds('vegas', initial, this.#minLimit, this.#maxLimit);
+    const { initial, min, max } = checkLimits('vegas', options);
+    this.#minLimit = min;
+    this.#maxLimit = max;
     this.#smoothing = checkNumber('vegas.smoothing', options.smoothing, 1, {
       min: 0,
       max: 1,
