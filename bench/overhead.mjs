@@ -188,6 +188,13 @@ const CONTENDERS = [
     modes: limiterModes,
     create: (mode) => limiterContender(new Limiter({ limit: pinnedVegas(), ...queueOpts(mode) })),
   },
+  {
+    id: 'limiter-vegas-sampled',
+    name: 'limits-core Limiter(VegasLimit 64..64, sampleEvery: 8)',
+    modes: limiterModes,
+    create: (mode) =>
+      limiterContender(new Limiter({ limit: pinnedVegas(), sampleEvery: 8, ...queueOpts(mode) })),
+  },
 ];
 const REFERENCE = 'semaphore';
 

@@ -416,3 +416,26 @@ describe('errors', () => {
     expect(new LimitsError('OTHER', 'z')).not.toBeInstanceOf(LimitExceededError);
   });
 });
+
+describe('sampling', () => {
+  test('sampleEvery feeds one call in n to an adaptive algorithm, and every drop', async () => {
+    const clock = new FakeClock();
+    const { alg, samples } = scripted(10);
+    const limiter = new Limiter({ limit: alg, clock, sampleEvery: 4, stallThresholdMs: Infinity });
+    for (let i = 0; i < 12; i++) {
+      const p = limiter.tryAcquire() as NonNullable<ReturnType<Limiter['tryAcquire']>>;
+      await clock.advance(10);
+      p.success();
+    }
+    expect(samples).toHaveLength(3);
+    expect(samples.every((s) => s.rtt === 10 && !s.dropped)).toBe(true);
+    // An unsampled drop is still fed, with the service-time estimate as its duration.
+    const p = limiter.tryAcquire() as NonNullable<ReturnType<Limiter['tryAcquire']>>;
+    expect(Number.isNaN(p.startTime)).toBe(true);
+    p.dropped();
+    expect(samples.at(-1)).toMatchObject({ dropped: true, rtt: 10 });
+    expect(() => new Limiter({ sampleEvery: 0 })).toThrow(
+      /"sampleEvery" must be an integer in \[1/,
+    );
+  });
+});

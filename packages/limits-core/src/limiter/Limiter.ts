@@ -66,6 +66,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #estimator: CostEstimator | undefined;
   readonly #hooks: RunHooks;
   readonly #gate: CapacityGate | undefined;
+  readonly #sampleEvery: number;
+  #sampleCount = 0;
   #limit: number;
   #capacity: number;
   #inflight = 0;
@@ -102,6 +104,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#selector = o.selector;
     this.#estimator = o.estimator;
     this.#gate = o.gate;
+    this.#sampleEvery = o.sampleEvery;
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
       this.#stall = new StallDetector(o.clock, o.stallThresholdMs, () => this.#permits > 0);
     }
@@ -284,8 +287,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (this.#adaptive && outcome !== 'ignore') {
         stalled = this.#stall?.overlaps(permit.startTime, permit.startTime + rtt) ?? false;
         if (stalled) this.#stalledSamples++;
-        else this.#feed(permit, rtt, outcome === 'dropped');
+        else this.#feed(permit.startTime, permit.inflight, rtt, outcome === 'dropped');
       }
+    } else if (outcome === 'dropped' && this.#adaptive) {
+      // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
+      // service-time estimate (drops are too important to sample away).
+      const service = this.#service();
+      this.#feed(this.#clock.now() - service, permit.inflight, service, true);
     }
     if (this.#events.release !== undefined) {
       this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
@@ -507,8 +515,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#timerAt = Infinity;
   }
 
-  #feed(permit: Permit, rtt: number, dropped: boolean): void {
-    const sample: Sample = { startTime: permit.startTime, rtt, inflight: permit.inflight, dropped };
+  #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
+    const sample: Sample = { startTime, rtt, inflight, dropped };
     this.#algorithm.update(sample);
     const next = Math.floor(this.#algorithm.limit);
     if (next === this.#limit) return;
@@ -531,11 +539,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #grant(cost: number, waitedMs: number, hasDeadline: boolean): Permit {
     this.#inflight += cost;
     this.#permits++;
-    // Adaptive algorithms need every call timed, and so do calls with a deadline (deadline checks
+    // Adaptive algorithms need every call timed (or one in `sampleEvery`), and so do calls with a
+    // deadline (deadline checks
     // rely on the service-time estimate); otherwise one call in 32 keeps that estimate (queue
     // admission, retryAfterMs) current without a clock read per call.
     const timed =
-      this.#adaptive ||
+      (this.#adaptive &&
+        (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
       hasDeadline ||
       (++this.#untimed & 31) === 0 ||
       this.#events.release !== undefined;
@@ -543,7 +553,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
     const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, inflight);
-    if (this.#stall !== undefined) this.#stall.arm();
+    if (this.#stall !== undefined && timed) this.#stall.arm();
     if (this.#events.acquire !== undefined) {
       this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
     }

@@ -71,6 +71,14 @@ export interface LimiterOptions {
    */
   stallThresholdMs?: number;
   /**
+   * An adaptive limiter times one call in `sampleEvery` and feeds only those to the algorithm
+   * (dropped calls are always fed). Each timed call costs two clock reads (≈ 50 ns each on Node 20),
+   * the largest part of an adaptive limiter's overhead; at tens of thousands of calls per second a
+   * sample of them is plenty, but the algorithm then adapts `sampleEvery` times slower per call.
+   * @default 1 (every call)
+   */
+  sampleEvery?: number;
+  /**
    * Guess for `retryAfterMs` and deadline admission before the first call has been measured, in ms.
    * @default 1000
    */

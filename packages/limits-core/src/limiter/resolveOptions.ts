@@ -22,6 +22,7 @@ export interface ResolvedOptions {
   standingMs: number;
   clock: Clock;
   stallThresholdMs: number;
+  sampleEvery: number;
   initialServiceMs: number;
   /** The largest cost the limiter can ever admit: `max(algorithm maxLimit, probeSlots)`. */
   maxCost: number;
@@ -106,6 +107,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     ),
     clock: options.clock ?? systemClock,
     stallThresholdMs: checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded),
+    sampleEvery: checkNumber('sampleEvery', options.sampleEvery, 1, { min: 1, integer: true }),
     initialServiceMs: checkNumber('initialServiceMs', options.initialServiceMs, 1000, { min: 0 }),
     maxCost,
     selector,
