@@ -357,10 +357,11 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   }
 
   /**
-   * Shuts the guard down: no new calls; every call in flight is aborted (its signal fires), its caller
-   * rejected if still waiting, and its permit released; opossum is shut down; the timeout timer and
-   * every listener the guard added are removed; an own limiter is closed. An action that ignores its
-   * signal keeps running, but holds nothing of the guard's any more.
+   * Shuts the guard down: no new calls; every call in flight is aborted (its signal fires) and its
+   * permit released; with a `timeout` its caller is rejected at once (code `SHUTDOWN`), without one the
+   * caller's promise follows the action (derived from it), which the aborted signal should end. opossum
+   * is shut down; the timeout timer and every listener the guard added are removed; an own limiter is
+   * closed. An action that ignores its signal keeps running, but holds nothing of the guard's any more.
    */
   async shutdown(): Promise<void> {
     if (this.#shut) return;

@@ -281,3 +281,25 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 });
+
+describe('guard() shutdown without a timeout', () => {
+  test('the caller follows the aborted action; the permit is released at shutdown', async () => {
+    let signal: AbortSignal | undefined;
+    const g = guard(
+      (ctx) => {
+        signal = ctx.signal;
+        return new Promise<string>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+        );
+      },
+      { timeout: false, limit: { limit: 2 } },
+    );
+    const caller = g.fire().catch((e: unknown) => e);
+    await flush();
+    expect(g.limiter.inflight).toBe(1);
+    await g.shutdown();
+    expect(signal?.aborted).toBe(true);
+    expect(await caller).toMatchObject({ code: 'SHUTDOWN' });
+    expect(g.limiter.inflight).toBe(0);
+  });
+});
