@@ -24,11 +24,20 @@
 //   detector, the guard's timeout timer) run normally.
 
 import { execFileSync, fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import {
+  cpuMicros,
+  createSemaphore,
+  gitState,
+  median,
+  newestMtime,
+  request,
+  yieldToLoop,
+} from './harness.mjs';
 
 // The contenders' libraries are imported lazily, by the child processes that need them (faster start).
 const load = {
@@ -52,54 +61,6 @@ const task = async () => {
   taskCalls++;
   return 1;
 };
-
-// ---------------------------------------------------------------------------------------------
-// The hand-written semaphore of overhead.mjs, for scale.
-
-function createSemaphore(limit) {
-  let active = 0;
-  let head = null;
-  let tail = null;
-  let waiting = 0;
-  const release = () => {
-    if (head !== null) {
-      const waiter = head;
-      head = waiter.next;
-      if (head === null) tail = null;
-      waiting--;
-      waiter.resolve();
-    } else {
-      active--;
-    }
-  };
-  const run = async (fn) => {
-    if (active < limit) {
-      active++;
-    } else {
-      await new Promise((resolve) => {
-        const waiter = { resolve, next: null };
-        if (tail === null) head = waiter;
-        else tail.next = waiter;
-        tail = waiter;
-        waiting++;
-      });
-    }
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  };
-  return {
-    run,
-    get active() {
-      return active;
-    },
-    get waiting() {
-      return waiting;
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Contenders. `create(mode)` returns:
@@ -342,8 +303,6 @@ async function workersBatch(c) {
 
 const SHAPES = { seq: seqBatch, burst: burstBatch, workers: workersBatch };
 
-const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve));
-
 /** Runs at least `minBatches` batches and for at least `minMs`; returns `{ ms, calls }`. */
 async function runBatches(c, shape, minBatches, minMs = 0) {
   const callsBefore = taskCalls;
@@ -447,8 +406,6 @@ async function sustained(reps) {
 // ---------------------------------------------------------------------------------------------
 // Child: cells driven by the parent over IPC.
 
-const cpuMicros = (u) => u.user + u.system;
-
 async function child(cellIds) {
   const cells = new Map();
   for (const cellId of cellIds) cells.set(cellId, await createCell(cellId));
@@ -499,25 +456,6 @@ async function child(cellIds) {
 // ---------------------------------------------------------------------------------------------
 // Parent.
 
-function request(proc, msg) {
-  return new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`cell process exited early (code ${code})`));
-    proc.once('exit', onExit);
-    proc.once('message', (reply) => {
-      proc.off('exit', onExit);
-      if (reply.error) reject(new Error(reply.error));
-      else resolve(reply);
-    });
-    proc.send(msg);
-  });
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 /** Version and folder of a package as resolved from `fromUrl` (walks up from its entry point). */
 function packageInfo(name, fromUrl = import.meta.url) {
   let dir;
@@ -549,29 +487,7 @@ function breakerOpossum(breakerDir) {
   }
 }
 
-function gitState(dir) {
-  try {
-    const git = (...args) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
-    const head = git('rev-parse', '--short', 'HEAD');
-    const dirty = git('status', '--porcelain', '--', 'src').length > 0;
-    return `commit ${head}${dirty ? ', src has uncommitted changes' : ', src clean'}`;
-  } catch {
-    return 'git state unknown';
-  }
-}
-
 /** Newest modification time (ms) of the files under `dir`, or 0. */
-function newestMtime(dir) {
-  let newest = 0;
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const file = path.join(dir, entry.name);
-      const t = entry.isDirectory() ? newestMtime(file) : statSync(file).mtimeMs;
-      if (t > newest) newest = t;
-    }
-  } catch {}
-  return newest;
-}
 
 /** Warns when a package's src changed after its dist was built (the bench runs dist). */
 function buildState(dir) {

@@ -16,14 +16,23 @@
 // - Calls are issued in batches of 10,000; between batches the loop yields one macrotask turn
 //   (setImmediate), as a service would, so timers (limits-core's stall detector) run normally.
 
-import { execFileSync, fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Limiter, VegasLimit } from 'limits-core';
 import pLimit from 'p-limit';
+import {
+  cpuMicros,
+  createSemaphore,
+  gitState,
+  median,
+  newestMtime,
+  request,
+  yieldToLoop,
+} from './harness.mjs';
 
 const LIMIT = 64;
 const BATCH = 10_000;
@@ -39,55 +48,6 @@ const task = async () => {
   taskCalls++;
   return 1;
 };
-
-// ---------------------------------------------------------------------------------------------
-// The floor: a minimal, correct semaphore. FIFO linked list of waiting resolvers; a release hands
-// its slot straight to the oldest waiter (so `active` never overshoots), else frees it.
-
-function createSemaphore(limit) {
-  let active = 0;
-  let head = null;
-  let tail = null;
-  let waiting = 0;
-  const release = () => {
-    if (head !== null) {
-      const waiter = head;
-      head = waiter.next;
-      if (head === null) tail = null;
-      waiting--;
-      waiter.resolve();
-    } else {
-      active--;
-    }
-  };
-  const run = async (fn) => {
-    if (active < limit) {
-      active++;
-    } else {
-      await new Promise((resolve) => {
-        const waiter = { resolve, next: null };
-        if (tail === null) head = waiter;
-        else tail.next = waiter;
-        tail = waiter;
-        waiting++;
-      });
-    }
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  };
-  return {
-    run,
-    get active() {
-      return active;
-    },
-    get waiting() {
-      return waiting;
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Does limits-core's Limiter have a waiting queue yet? (Before the queue lands, maxQueued must be 0
@@ -250,8 +210,6 @@ async function workersBatch(c) {
 
 const SHAPES = { seq: seqBatch, burst: burstBatch, workers: workersBatch };
 
-const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve));
-
 /**
  * Runs at least `minBatches` batches and for at least `minMs`; returns `{ ms, calls }`.
  * Throws if any call was lost or faked, or the contender is not idle afterwards.
@@ -340,25 +298,6 @@ async function child(cellIds) {
 // ---------------------------------------------------------------------------------------------
 // Parent.
 
-function request(proc, msg) {
-  return new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`cell process exited early (code ${code})`));
-    proc.once('exit', onExit);
-    proc.once('message', (reply) => {
-      proc.off('exit', onExit);
-      if (reply.error) reject(new Error(reply.error));
-      else resolve(reply);
-    });
-    proc.send(msg);
-  });
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 function packageInfo(name) {
   // The packages' export maps hide package.json, so walk up from the resolved entry point
   // (import.meta.resolve is synchronous from Node 20.6; older: bench/node_modules/<name>).
@@ -379,29 +318,7 @@ function packageInfo(name) {
   }
 }
 
-function gitState(dir) {
-  try {
-    const git = (...args) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
-    const head = git('rev-parse', '--short', 'HEAD');
-    const dirty = git('status', '--porcelain', '--', 'src').length > 0;
-    return `commit ${head}${dirty ? ', src has uncommitted changes' : ', src clean'}`;
-  } catch {
-    return 'git state unknown';
-  }
-}
-
 /** Newest modification time (ms) of the files under `dir`, or 0. */
-function newestMtime(dir) {
-  let newest = 0;
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const file = path.join(dir, entry.name);
-      const t = entry.isDirectory() ? newestMtime(file) : statSync(file).mtimeMs;
-      if (t > newest) newest = t;
-    }
-  } catch {}
-  return newest;
-}
 
 /** Warns when limits-core's src changed after its dist was built (the bench runs dist). */
 function buildState(dir) {
@@ -412,8 +329,6 @@ function buildState(dir) {
     ? `WARNING: src is newer than dist (built ${new Date(dist).toISOString()}), rebuild first`
     : `dist built ${new Date(dist).toISOString()}, newer than src`;
 }
-
-const cpuMicros = (u) => u.user + u.system;
 
 /** CPU-seconds all cores have been busy since boot (Linux /proc/stat), or undefined. */
 function machineBusy() {
