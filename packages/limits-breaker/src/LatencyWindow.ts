@@ -4,9 +4,13 @@ import * as hdr from 'hdr-histogram-js';
 export interface LatencySummary {
   /** Calls recorded in the window. */
   count: number;
+  /** Median latency in ms. */
   p50: number;
+  /** 90th percentile in ms. */
   p90: number;
+  /** 99th percentile in ms. */
   p99: number;
+  /** Slowest call in the window, in ms (exact). */
   max: number;
 }
 

@@ -3,27 +3,45 @@
  * `@types/opossum` lags behind opossum 9 and 10. Both major versions satisfy it.
  */
 export interface OpossumBreaker {
+  /** Runs the breaker's action (the guard uses it to report failures). */
   fire(...args: unknown[]): Promise<unknown>;
+  /** Forces the circuit OPEN. */
   open(): void;
+  /** Forces the circuit CLOSED. */
   close(): void;
+  /** Stops the breaker and its timers. */
   shutdown(): void;
+  /** The circuit is OPEN. */
   readonly opened: boolean;
+  /** The circuit is HALF_OPEN. */
   readonly halfOpen: boolean;
+  /** The circuit is CLOSED. */
   readonly closed: boolean;
+  /** `shutdown()` was called. */
   readonly isShutdown: boolean;
+  /** Rolling counts over the statistics window. */
   readonly stats: OpossumStats;
+  /** Subscribes to an opossum event (`open`, `halfOpen`, `close`, `success`, `failure`, …). */
   on(event: string, listener: (...args: unknown[]) => void): this;
+  /** Emits an opossum event (the guard reports successes as `fire` + `success`). */
   emit(event: string, ...args: unknown[]): boolean;
+  /** Removes a listener. */
   removeListener(event: string, listener: (...args: unknown[]) => void): this;
 }
 
 /** opossum's rolling counts (a subset). */
 export interface OpossumStats {
+  /** Calls reported in the window. */
   fires: number;
+  /** Failures reported in the window. */
   failures: number;
+  /** Successes reported in the window. */
   successes: number;
+  /** Calls opossum itself refused (the guard fails fast before opossum, so usually 0). */
   rejects: number;
+  /** opossum timeouts (off inside the guard, which times calls itself). */
   timeouts: number;
+  /** opossum fallbacks (the guard runs its own). */
   fallbacks: number;
   [key: string]: unknown;
 }
