@@ -3,6 +3,7 @@ import { EventEmitter } from 'eventemitter3';
 import {
   type AcquireOptions,
   type Clock,
+  defaultClassify,
   type LimitEvent,
   LimitExceededError,
   Limiter,
@@ -123,14 +124,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
+/** limits-core's classification, with every error that is not congestion counted as a failure. */
 function defaultOutcome(error: unknown): GuardOutcome {
-  if (error === undefined) return 'success';
-  if (typeof error === 'object' && error !== null) {
-    const { name, code } = error as { name?: unknown; code?: unknown };
-    if (name === 'TimeoutError' || name === 'AbortError') return 'dropped';
-    if (typeof code === 'string' && /TIMEOUT|TIMEDOUT/.test(code)) return 'dropped';
-  }
-  return 'failure';
+  const outcome = defaultClassify(error);
+  return outcome === 'ignore' ? 'failure' : outcome;
 }
 
 let installedOpossum: OpossumConstructor | undefined;
