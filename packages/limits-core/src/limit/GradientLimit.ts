@@ -63,12 +63,17 @@ class Ewma {
 /**
  * Gradient2-style limit: compares a short and a long RTT average (after Netflix's Gradient2Limit).
  *
- * Per sample: `gradient = clamp(tolerance × long / short, 0.5, 1)`,
- * `next = limit × gradient + allowance`, `limit = (1 − smoothing) × limit + smoothing × next`,
- * clamped to `[minLimit, maxLimit]`.
+ * Per sample, with `L` the limit and `n` the in-flight the sample was admitted under:
+ * `gradient = clamp(tolerance × long / short, 0.25, tolerance)`, `next = n × gradient + allowance`;
+ * a gradient ≥ 1 (no queueing beyond the tolerance) never lowers the limit (`next = max(next, L)`),
+ * and during slow start it aims at `max(next, 2n)`. Then `L = L + smoothing × (next − L)`, clamped to
+ * `[minLimit, maxLimit]`. A dropped sample uses the lowest gradient: `next = min(n, L) × 0.25 + allowance`.
  *
  * Beyond the published version:
- * - a dropped sample counts as the worst gradient (0.5) instead of being ignored;
+ * - the target comes from `n`, not `L`: a sample reports the load it was admitted under, so samples
+ *   from an older limit cannot push the limit past what they measured (Gradient2's per-sample
+ *   `L × gradient` swings around the capacity);
+ * - a dropped sample counts as the worst gradient instead of being ignored;
  * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link NoLoadRtt}), so it
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.

@@ -5,7 +5,8 @@ import type { Sample } from './LimitAlgorithm.js';
 /** Options of {@link NoLoadRtt}. */
 export interface NoLoadRttOptions {
   /**
-   * A probe dip starts every `U[0.5, 1) × probeMultiplier × limit` samples while the baseline is stable.
+   * A probe dip starts every `U[0.5, 1) × probeMultiplier` rounds (a round is `limit` samples) while
+   * the baseline is stable.
    * Netflix's Vegas uses 30: often enough to relearn a lasting shift, rare enough (≈ 1 dip per 30
    * rounds of the limit) to cost about 1 % of throughput.
    * @default 30
@@ -32,7 +33,7 @@ export interface NoLoadRttOptions {
   minProbeDepth?: number;
   /**
    * Clean samples (started during the dip with in-flight ≤ the dip limit) a probe collects before it
-   * ends; the baseline candidate is the second lowest of them.
+   * ends; the baseline candidate is their median.
    * @default 5
    */
   probeSamples?: number;
@@ -54,8 +55,10 @@ export type ProbeState = 'none' | 'dip' | 'end';
  * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
  * probe dips to relearn it.
  *
- * Between probes the baseline can only fall, and only to the **second** lowest RTT seen, so one lucky
- * sample (a cached or short-circuited reply) cannot drag it down. Under sustained saturation no sample
+ * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
+ * is at least 10 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it
+ * down and RTT noise cannot bias it to the noise's low edge. A probe's candidate is the median of its
+ * clean samples, and a candidate within ±10 % refreshes the baseline without counting as a move. Under sustained saturation no sample
  * is ever unloaded, so the baseline is relearned by briefly lowering the limit (as BBR's ProbeRTT and
  * Netflix Gradient v1 do): the samples that started during the dip at low in-flight give the candidate.
  * A candidate that rises is capped at ×2 unless measured at the deepest dip, and every probe that
