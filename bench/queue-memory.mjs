@@ -42,6 +42,8 @@ const ROUNDS = 5;
 
 const CONTENDERS = {
   semaphore: 'hand-written: counter + array of resolve functions',
+  'semaphore-run':
+    'the same semaphore with `run(task)`: `await acquire(); try { return await task(); } finally { release(); }` (the reference for limits-run, which also awaits the task before releasing)',
   'p-limit': 'p-limit 7.3.3, `pLimit(1)`, `limit(task)`',
   'p-queue': 'p-queue 9.3.5, `new PQueue({ concurrency: 1 })`, `queue.add(task)`',
   'limits-acquire': 'limits-core `new Limiter({ limit: 1, maxQueued: 200000 })`, `acquire()`',
@@ -62,7 +64,8 @@ const CONTENDERS = {
 
 async function makeContender(name) {
   switch (name) {
-    case 'semaphore': {
+    case 'semaphore':
+    case 'semaphore-run': {
       let active = 0;
       let queue = [];
       let head = 0;
@@ -86,6 +89,27 @@ async function makeContender(name) {
           active--;
         }
       };
+      if (name === 'semaphore-run') {
+        const run = async (fn) => {
+          await acquire();
+          try {
+            return await fn();
+          } finally {
+            release();
+          }
+        };
+        let releaseHeld;
+        const noop = () => {};
+        return {
+          hold() {
+            run(() => new Promise((r) => (releaseHeld = r)));
+            return new Promise((r) => setImmediate(r));
+          },
+          enqueue: (task) => run(task ?? noop),
+          release: () => releaseHeld(),
+          queued: () => queue.length - head,
+        };
+      }
       return {
         hold: () => acquire(),
         enqueue: (task) =>
@@ -331,9 +355,12 @@ async function parent() {
       `${N.toLocaleString('en-US')} waiters, median of ${REPS} fresh processes per cell; wall ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   );
   lines.push('');
-  const semDrain = median(res.semaphore?.drain.map((d) => d.nsPerWaiter) ?? [Number.NaN]);
+  // Each contender is compared with the semaphore of the same shape: run() with the semaphore's run().
+  const refOf = (name) =>
+    name === 'limits-run' && res['semaphore-run'] ? 'semaphore-run' : 'semaphore';
+  const drainNs = (name) => median(res[name]?.drain.map((d) => d.nsPerWaiter) ?? [Number.NaN]);
   lines.push(
-    `| contender | heap bytes / waiter (bare) | runs (bare) | heap bytes / waiter with caller continuation | drain ms (${N.toLocaleString('en-US')} waiters) | of which GC ms | ns / waiter | vs semaphore | best round ms (vs semaphore) |`,
+    `| contender | heap bytes / waiter (bare) | runs (bare) | heap bytes / waiter with caller continuation | drain ms (${N.toLocaleString('en-US')} waiters) | of which GC ms | ns / waiter | vs semaphore (same API) | best round ms (vs semaphore) |`,
   );
   lines.push('|---|--:|---|--:|--:|--:|--:|--:|--:|');
   const best = (n) => Math.min(...res[n].drain.flatMap((d) => d.roundsMs));
@@ -342,7 +369,7 @@ async function parent() {
     const drain = res[name].drain;
     const ns = median(drain.map((d) => d.nsPerWaiter));
     lines.push(
-      `| ${name} | ${median(mem).toFixed(0)} | ${mem.map((m) => m.toFixed(0)).join(', ')} | ${median(drain.map((d) => d.bytesWithContinuation)).toFixed(0)} | ${median(drain.map((d) => d.drainMs)).toFixed(1)} | ${median(drain.map((d) => d.gcMs)).toFixed(1)} | ${ns.toFixed(0)} | ${(ns / semDrain).toFixed(2)}× | ${best(name).toFixed(1)} (${res.semaphore ? (best(name) / best('semaphore')).toFixed(2) : '?'}×) |`,
+      `| ${name} | ${median(mem).toFixed(0)} | ${mem.map((m) => m.toFixed(0)).join(', ')} | ${median(drain.map((d) => d.bytesWithContinuation)).toFixed(0)} | ${median(drain.map((d) => d.drainMs)).toFixed(1)} | ${median(drain.map((d) => d.gcMs)).toFixed(1)} | ${ns.toFixed(0)} | ${(ns / drainNs(refOf(name))).toFixed(2)}× | ${best(name).toFixed(1)} (${res[refOf(name)] ? (best(name) / best(refOf(name))).toFixed(2) : '?'}×) |`,
     );
   }
   lines.push('');

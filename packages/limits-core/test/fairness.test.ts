@@ -3,13 +3,14 @@ import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
 import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
-import { SelectorEntry, Waiter } from '../src/queue/Waiter.js';
+import { SelectorEntry, Waiter, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 
-const owner = { _abortWaiter() {} };
+const owner = { _abortWaiter() {}, _release() {} };
 function waiter(tenant: string, charge: number): Waiter {
-  const w = new Waiter(owner, 1, 0, 0, Infinity, Infinity, undefined, () => {});
-  w.sel = new SelectorEntry(w, tenant, 0, charge);
+  const extras = new WaiterExtras();
+  const w = new Waiter(owner, 1, 0, () => {}, extras, undefined);
+  extras.sel = new SelectorEntry(w, tenant, 0, charge);
   return w;
 }
 const tenantOf = (w: Waiter) => w.sel?.tenant ?? '';

@@ -7,8 +7,9 @@ import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
 import type { Selector } from '../queue/Selector.js';
-import { SelectorEntry, Waiter, type WaiterOwner } from '../queue/Waiter.js';
+import { SelectorEntry, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import { WaiterList } from '../queue/WaiterList.js';
+import type { AcquireSink } from './AcquireSink.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
 import type {
@@ -21,7 +22,7 @@ import type {
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { type RunHooks, runUnderPermit } from './runTask.js';
+import { type RunHooks, runQueued, runUnderPermit } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
 
 /** Weight of a new hold time in the service-time average. */
@@ -84,6 +85,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #stalledSamples = 0;
   #closed = false;
   #drained: Array<() => void> = [];
+  /** The resolve function `#capture` just received (taken at once by `#enqueue`). */
+  #captured: ((value: unknown) => void) | undefined = undefined;
+  readonly #capture = (resolve: (value: unknown) => void): void => {
+    this.#captured = resolve;
+  };
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
@@ -179,7 +185,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     ) {
       return undefined;
     }
-    return this.#grant(cost, 0, options?.timeout !== undefined || options?.deadline !== undefined);
+    return this.#grant(
+      cost,
+      0,
+      options?.timeout !== undefined || options?.deadline !== undefined,
+      Number.NaN,
+      undefined,
+    );
   }
 
   /**
@@ -188,34 +200,53 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws LimitExceededError (rejected promise) with the reason it was not admitted.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
-    return this.#admit(options, undefined) as Promise<Permit>;
+    return this.#admit(options, undefined, undefined) as Promise<Permit>;
   }
 
+  /**
+   * @internal `acquire()` without a promise, for integrations with a per-call object of their own:
+   * returns the permit when granted at once; otherwise returns `undefined` and calls
+   * `sink._granted(permit)` when granted later, or `sink._refused(error)` when refused (for a refusal
+   * at admission, before this returns).
+   * @throws RangeError/TypeError for bad acquire options (as `acquire()` rejects with them).
+   */
+  _acquireFor(sink: AcquireSink, options?: AcquireOptions): Permit | undefined {
+    return this.#admit(options, undefined, sink) as Permit | undefined;
+  }
+
+  /**
+   * Admission for `acquire()`, `run()` (with `task`) and `_acquireFor()` (with `sink`). Returns the
+   * caller's promise, or for a sink the permit granted at once (else `undefined`).
+   */
   #admit(
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
-  ): Promise<unknown> {
+    sink: AcquireSink | undefined,
+  ): unknown {
     const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
     const signal = options?.signal;
-    if (signal?.aborted) return Promise.reject(this.#reject('aborted', cost, signal.reason));
-    if (this.#closed) return Promise.reject(this.#reject('closed', cost));
-    if (cost > this.#maxCost) return Promise.reject(this.#reject('too_large', cost));
+    if (signal?.aborted) return this.#refuse(sink, 'aborted', cost, signal.reason);
+    if (this.#closed) return this.#refuse(sink, 'closed', cost);
+    if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
     if (this.#list.size === 0 && this.#fits(cost)) {
       const permit = this.#grant(
         cost,
         0,
         options?.timeout !== undefined || options?.deadline !== undefined,
+        Number.NaN,
+        undefined,
       );
+      if (sink !== undefined) return permit;
       return task === undefined ? Promise.resolve(permit) : this.#runWith(permit, task, options);
     }
-    if (this.#maxQueued === 0) return Promise.reject(this.#reject('limit', cost));
-    if (this.#list.size >= this.#maxQueued) return Promise.reject(this.#reject('queue_full', cost));
+    if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
+    if (this.#list.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
     if (this.#selector?.refuse(options?.tenant) !== undefined) {
-      return Promise.reject(this.#reject('queue_full', cost, undefined, 0, options?.tenant));
+      return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
     }
     const bytes = options?.bytes === undefined ? 0 : checkBytes(options.bytes);
     if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
-      return Promise.reject(this.#reject('queue_bytes', cost, undefined, bytes));
+      return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
     }
     const now = this.#clock.now();
     let deadline = options?.deadline ?? Infinity;
@@ -231,10 +262,25 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
       // queue ahead cannot start, and the call cannot finish, in time.
       if (deadline <= now || now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
-        return Promise.reject(this.#reject('deadline', cost));
+        return this.#refuse(sink, 'deadline', cost);
       }
     }
-    return this.#enqueue(cost, bytes, now, deadline, signal, options, task);
+    return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
+  }
+
+  /** A refusal at admission: a rejected promise, or for a sink a call to `_refused`. */
+  #refuse(
+    sink: AcquireSink | undefined,
+    reason: RejectReason,
+    cost: number,
+    cause?: unknown,
+    bytes?: number,
+    tenant?: string,
+  ): unknown {
+    const error = this.#reject(reason, cost, cause, bytes, tenant);
+    if (sink === undefined) return Promise.reject(error);
+    sink._refused(error);
+    return undefined;
   }
 
   /**
@@ -251,7 +297,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (permit !== undefined) return this.#runWith(permit, task, options);
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
-    return this.#admit(options, task as (signal: AbortSignal) => unknown) as Promise<T>;
+    return this.#admit(options, task as (signal: AbortSignal) => unknown, undefined) as Promise<T>;
   }
 
   /**
@@ -274,7 +320,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#inflight -= permit.cost;
     this.#permits--;
     const timed = !Number.isNaN(permit.startTime);
-    const rtt = timed ? this.#clock.now() - permit.startTime : Number.NaN;
+    // One clock read per release: the dispatch below reuses it.
+    const now = timed ? this.#clock.now() : Number.NaN;
+    const rtt = now - permit.startTime;
     let stalled = false;
     if (timed) {
       if (this.#serviceMs === 0) {
@@ -295,34 +343,35 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       const service = this.#service();
       this.#feed(this.#clock.now() - service, permit.inflight, service, true);
     }
-    if (this.#events.release !== undefined) {
+    if (this.#events().release !== undefined) {
       this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(permit.cost);
-    if (this.#list.size > 0) this.#dispatch();
+    if (this.#list.size > 0) this.#dispatch(now);
     this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
   /** @internal Called by a queued waiter whose signal aborted. */
   _abortWaiter(waiter: Waiter): void {
-    if (!waiter.queued) return;
+    if (!this.#list.has(waiter)) return;
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
-    this.#dispatch();
+    this.#dispatch(Number.NaN);
   }
 
   /**
-   * eventemitter3's listener table: `this.#events.release !== undefined` tells whether anyone listens,
-   * with a property read instead of a `listenerCount` call (this runs several times per call).
+   * eventemitter3's listener table: `this.#events().release !== undefined` tells whether anyone listens,
+   * with a property read instead of a `listenerCount` call (this runs several times per call). A
+   * method, not a private getter: V8 (Node 20) calls into its runtime for every private accessor read.
    */
-  get #events(): Partial<Record<keyof LimiterEvents, unknown>> {
+  #events(): Partial<Record<keyof LimiterEvents, unknown>> {
     return (this as unknown as { _events: Partial<Record<keyof LimiterEvents, unknown>> })._events;
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
   _dispatch(): void {
-    if (this.#list.size > 0) this.#dispatch();
+    if (this.#list.size > 0) this.#dispatch(Number.NaN);
   }
 
   #fits(cost: number): boolean {
@@ -355,25 +404,42 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     bytes: number,
     now: number,
     deadline: number,
-    signal: AbortSignal | undefined,
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
-  ): Promise<unknown> {
+    sink: AcquireSink | undefined,
+  ): Promise<unknown> | undefined {
     const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
-    let resolve!: (value: unknown) => void;
-    const promise = new Promise<unknown>((res) => {
-      resolve = res;
-    });
-    const waiter = new Waiter(this, cost, bytes, now, expiresAt, deadline, signal, resolve);
-    if (task !== undefined) {
-      waiter.task = task;
-      waiter.options = options;
+    let promise: Promise<unknown> | undefined;
+    let settle: ((value: unknown) => void) | AcquireSink;
+    if (sink === undefined) {
+      // One shared executor instead of a closure (and its context) per queued call.
+      promise = new Promise<unknown>(this.#capture);
+      settle = this.#captured as (value: unknown) => void;
+      this.#captured = undefined;
+    } else {
+      settle = sink;
     }
+    const signal = options?.signal;
+    const selector = this.#selector;
+    let extras: WaiterExtras | undefined;
+    if (
+      bytes !== 0 ||
+      deadline !== Infinity ||
+      signal !== undefined ||
+      selector !== undefined ||
+      (task !== undefined && options !== undefined)
+    ) {
+      extras = new WaiterExtras();
+      extras.bytes = bytes;
+      extras.deadline = deadline;
+      extras.signal = signal;
+      if (task !== undefined) extras.options = options;
+    }
+    const waiter = new Waiter(this, cost, now, settle, extras, task);
     if (this.#list.size === 0) this.#lastEmptyAt = now;
     this.#list.push(waiter);
-    const selector = this.#selector;
     if (selector !== undefined) {
-      waiter.sel = new SelectorEntry(
+      (extras as WaiterExtras).sel = new SelectorEntry(
         waiter,
         options?.tenant,
         checkNumber('priority', options?.priority, 0, {}),
@@ -382,12 +448,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       selector.add(waiter);
     }
     if (this.#heapMode) {
-      if (expiresAt !== Infinity) this.#heap.push(waiter);
+      if (expiresAt !== Infinity) this.#toHeap(waiter, expiresAt);
     } else if (expiresAt < this.#lastExpiry) {
       this.#heapMode = true;
-      for (let w = this.#list.head; w !== undefined; w = w.next) {
-        if (w.expiresAt !== Infinity) this.#heap.push(w);
-      }
+      this.#list.forEach((w) => {
+        const at = this.#expiry(w);
+        if (at !== Infinity) this.#toHeap(w, at);
+      });
     } else {
       this.#lastExpiry = expiresAt;
     }
@@ -395,32 +462,50 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#queuedBytes += bytes;
     signal?.addEventListener('abort', waiter);
     this.#schedule(now);
-    if (this.#events.queue !== undefined) {
+    if (this.#events().queue !== undefined) {
       this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
     }
     return promise;
   }
 
-  /** Hands out permits to waiters while capacity allows (strict head of line), dropping expired ones. */
-  #dispatch(): void {
+  #toHeap(w: Waiter, expiresAt: number): void {
+    w.extras ??= new WaiterExtras();
+    this.#heap.push(w, expiresAt);
+  }
+
+  /** Clock ms after which `w` leaves the queue (`Infinity`: never by time). */
+  #expiry(w: Waiter): number {
+    const extras = w.extras;
+    const deadline = extras === undefined ? Infinity : extras.deadline;
+    // A plain waiter's times are not even read (each is one more memory access per grant).
+    if (this.#maxQueueWaitMs === Infinity) return deadline;
+    return Math.min(deadline, w.enqueuedAt + this.#maxQueueWaitMs);
+  }
+
+  /**
+   * Hands out permits to waiters while capacity allows (strict head of line), dropping expired ones.
+   * @param known - the clock, if the caller just read it (`NaN` otherwise).
+   */
+  #dispatch(known: number): void {
     const list = this.#list;
     if (list.size === 0) return;
     const selector = this.#selector;
     const timed =
-      this.#earliest() !== undefined ||
+      this.#earliestExpiry() !== Infinity ||
       this.#order !== 'fifo' ||
       this.#codelTargetMs !== Infinity ||
       selector !== undefined;
-    const now = timed ? this.#clock.now() : 0;
+    const now = timed ? (Number.isNaN(known) ? this.#clock.now() : known) : Number.NaN;
     const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
-    const measured = this.#serviceMs > 0 ? this.#finishMargin() : 0;
+    const measured = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
     for (;;) {
       const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
       if (w === undefined) break;
       if (timed) {
         // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
-        if (w.expiresAt <= now || (w.deadline !== Infinity && now + measured > w.deadline)) {
+        const deadline = w.deadline;
+        if (this.#expiry(w) <= now || (deadline !== Infinity && now + measured > deadline)) {
           this.#fail(w, 'expired');
           continue;
         }
@@ -431,52 +516,61 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       if (!this.#fits(w.cost)) break;
       this.#unqueue(w, true, now);
-      const permit = this.#grant(
-        w.cost,
-        timed ? now - w.enqueuedAt : Number.NaN,
-        w.deadline !== Infinity,
-      );
-      w.resolve(w.task === undefined ? permit : this.#runWith(permit, w.task, w.options));
+      this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
+      const settle = w.settle;
+      if (typeof settle !== 'function') settle._granted(w);
+      else if (w.task === undefined) settle(w);
+      else this.#runQueued(w, w.task, settle);
     }
     if (list.size === 0) this.#clearTimer();
   }
 
   #unqueue(w: Waiter, served: boolean, now: number): void {
-    w.queued = false;
     this.#list.remove(w);
     if (this.#selector !== undefined) {
       if (served) this.#selector.served(w, now);
       else this.#selector.delete(w);
     }
-    if (w.heapIndex >= 0) this.#heap.remove(w);
+    const extras = w.extras;
+    if (extras !== undefined) {
+      if (extras.heapIndex >= 0) this.#heap.remove(w);
+      this.#queuedBytes -= extras.bytes;
+      extras.signal?.removeEventListener('abort', w);
+    }
     if (this.#list.size === 0) {
       this.#heapMode = false;
       this.#lastExpiry = -Infinity;
     }
     this.#queuedCost -= w.cost;
-    this.#queuedBytes -= w.bytes;
-    w.signal?.removeEventListener('abort', w);
   }
 
   /** Removes a waiter and rejects its promise. */
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
     this.#unqueue(w, false, 0);
-    if (reason === 'expired' && this.#events.expire !== undefined) {
+    if (reason === 'expired' && this.#events().expire !== undefined) {
       this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#clock.now() - w.enqueuedAt });
     }
-    w.resolve(Promise.reject(this.#reject(reason, w.cost, cause)));
+    const error = this.#reject(reason, w.cost, cause);
+    const settle = w.settle;
+    if (typeof settle !== 'function') settle._refused(error);
+    else settle(Promise.reject(error));
   }
 
-  /** The waiter that expires first, if any waiter has an expiry. */
+  /** The waiter that expires first (it may never expire: check `#earliestExpiry`). */
   #earliest(): Waiter | undefined {
-    if (this.#heapMode) return this.#heap.peek();
+    return this.#heapMode ? this.#heap.peek() : this.#list.head;
+  }
+
+  /** When the first waiter expires (`Infinity`: none ever does). */
+  #earliestExpiry(): number {
+    if (this.#heapMode) return this.#heap.peekTime();
     const head = this.#list.head;
-    return head !== undefined && head.expiresAt !== Infinity ? head : undefined;
+    return head === undefined ? Infinity : this.#expiry(head);
   }
 
   /** Keeps one timer, at the earliest moment a waiter must leave the queue. */
   #schedule(now: number): void {
-    let at = this.#earliest()?.expiresAt ?? Infinity;
+    let at = this.#earliestExpiry();
     const head = this.#list.head;
     if (head !== undefined && this.#codelTargetMs !== Infinity) {
       const standingAt = this.#lastEmptyAt + this.#standingMs;
@@ -492,9 +586,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#timer = undefined;
     this.#timerAt = Infinity;
     const now = this.#clock.now();
-    for (let w = this.#earliest(); w !== undefined && w.expiresAt <= now; w = this.#earliest()) {
-      this.#fail(w, 'expired');
-    }
+    while (this.#earliestExpiry() <= now) this.#fail(this.#earliest() as Waiter, 'expired');
     if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {
       for (
         let w = this.#list.head;
@@ -504,7 +596,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         this.#fail(w, 'expired');
       }
     }
-    this.#dispatch();
+    this.#dispatch(now);
     if (this.#list.size > 0) this.#schedule(now);
   };
 
@@ -517,13 +609,21 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
     const sample: Sample = { startTime, rtt, inflight, dropped };
-    this.#algorithm.update(sample);
+    try {
+      this.#algorithm.update(sample);
+    } catch (error) {
+      // A throwing algorithm (a plug-in's bug) must not strand the release half-way: the permit's
+      // capacity is already back and queued waiters still need dispatching. Its error is reported
+      // like a listener's ('error' event, else rethrown on a microtask); the limit stays as it was.
+      this.#reportListenerError(error);
+      return;
+    }
     const next = Math.floor(this.#algorithm.limit);
     if (next === this.#limit) return;
     const previous = this.#limit;
     this.#limit = next;
     this.#capacity = Math.max(next, this.#probeSlots);
-    if (this.#events.limit !== undefined) {
+    if (this.#events().limit !== undefined) {
       const decision = this.#algorithm.lastDecision;
       this.#emit('limit', {
         limit: next,
@@ -535,8 +635,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
   }
 
-  /** @param hasDeadline - the caller gave a deadline: its call is timed, deadline checks need the data. */
-  #grant(cost: number, waitedMs: number, hasDeadline: boolean): Permit {
+  /**
+   * Takes `cost` units and returns the permit: `waiter` itself when a queued waiter is served, else a
+   * new one.
+   * @param waitedMs - time spent queued (`NaN` when not measured).
+   * @param hasDeadline - the caller gave a deadline: its call is timed, deadline checks need the data.
+   * @param known - the clock, if the caller just read it (`NaN` otherwise).
+   */
+  #grant(
+    cost: number,
+    waitedMs: number,
+    hasDeadline: boolean,
+    known: number,
+    waiter: Waiter | undefined,
+  ): Permit {
     this.#inflight += cost;
     this.#permits++;
     // Adaptive algorithms need every call timed (or one in `sampleEvery`), and so do calls with a
@@ -548,13 +660,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
       hasDeadline ||
       (++this.#untimed & 31) === 0 ||
-      this.#events.release !== undefined;
+      this.#events().release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
-    const permit = new Permit(this, cost, timed ? this.#clock.now() : Number.NaN, inflight);
+    const startTime = timed ? (Number.isNaN(known) ? this.#clock.now() : known) : Number.NaN;
+    let permit: Permit;
+    if (waiter === undefined) {
+      permit = new Permit(this, cost, startTime, inflight);
+    } else {
+      waiter.granted(startTime, inflight);
+      permit = waiter;
+    }
     if (this.#stall !== undefined && timed) this.#stall.arm();
-    if (this.#events.acquire !== undefined) {
+    if (this.#events().acquire !== undefined) {
       this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
     }
     return permit;
@@ -565,18 +684,29 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     task: (signal: AbortSignal) => T | PromiseLike<T>,
     options: AcquireOptions | undefined,
   ): Promise<T> {
+    return runUnderPermit(permit, task, options?.signal, this.#runHooks(options));
+  }
+
+  /** Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
+  #runQueued(
+    w: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+  ): void {
+    runQueued(w, task, w.options?.signal, this.#runHooks(w.options), resolve);
+  }
+
+  #runHooks(options: AcquireOptions | undefined): RunHooks {
     const estimator = this.#estimator;
     const kind = options?.kind;
-    if (estimator === undefined || kind === undefined) {
-      return runUnderPermit(permit, task, options?.signal, this.#hooks);
-    }
+    if (estimator === undefined || kind === undefined) return this.#hooks;
     // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
     const start = this.#clock.now();
     const bytes = options?.bytes ?? 0;
-    return runUnderPermit(permit, task, options?.signal, {
+    return {
       ...this.#hooks,
       onSettled: () => estimator.observe(kind, Math.max(0, this.#clock.now() - start), bytes),
-    });
+    };
   }
 
   #reject(
@@ -610,7 +740,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       retryAfterMs,
       ...(cause === undefined ? {} : { cause }),
     });
-    if (this.#events.reject !== undefined) this.#emit('reject', { reason, cost, retryAfterMs });
+    if (this.#events().reject !== undefined) this.#emit('reject', { reason, cost, retryAfterMs });
     return error;
   }
 
@@ -630,7 +760,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   #reportListenerError(error: unknown): void {
-    if (this.#events.error !== undefined) {
+    if (this.#events().error !== undefined) {
       try {
         this.emit('error', error);
         return;

@@ -43,6 +43,58 @@ export async function runUnderPermit<T>(
   return value;
 }
 
+/**
+ * @internal `runUnderPermit` for a queued `run()`: the caller's promise already exists, so the
+ * task's result settles it through `resolve` (with the value, or with a rejected promise) instead of
+ * through a second promise it would have to adopt (two microtask turns more per call).
+ */
+export function runQueued(
+  permit: Permit,
+  task: (signal: AbortSignal) => unknown,
+  signal: AbortSignal | undefined,
+  hooks: RunHooks,
+  resolve: (value: unknown) => void,
+): void {
+  let result: unknown;
+  try {
+    result = task(signal ?? NEVER_ABORTED);
+  } catch (error) {
+    permit.ignore();
+    resolve(Promise.reject(error));
+    return;
+  }
+  void follow(permit, result, hooks, resolve);
+}
+
+async function follow(
+  permit: Permit,
+  result: unknown,
+  hooks: RunHooks,
+  resolve: (value: unknown) => void,
+): Promise<void> {
+  let value: unknown;
+  let error: unknown;
+  let failed = false;
+  try {
+    value = await result;
+  } catch (e) {
+    failed = true;
+    error = e;
+  }
+  // As in runUnderPermit, an error while reporting the outcome (a throwing limit algorithm) becomes
+  // the caller's error.
+  try {
+    if (failed)
+      settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
+    else if (hooks.classify === undefined && hooks.onSettled === undefined) permit.success();
+    else settle(permit, undefined, value, hooks);
+  } catch (settleError) {
+    resolve(Promise.reject(settleError));
+    return;
+  }
+  resolve(failed ? Promise.reject(error) : value);
+}
+
 function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks): void {
   hooks.onSettled?.();
   let outcome: Outcome | undefined;

@@ -1,5 +1,6 @@
+import type { AcquireSink } from '../limiter/AcquireSink.js';
 import type { AcquireOptions } from '../limiter/options.js';
-import type { Permit } from '../limiter/Permit.js';
+import { Permit, type PermitOwner } from '../limiter/Permit.js';
 
 /** @internal What a waiter calls back into when its signal aborts. */
 export interface WaiterOwner {
@@ -8,63 +9,102 @@ export interface WaiterOwner {
 }
 
 /**
- * @internal One queued request. It is its own abort listener (`handleEvent`), so a waiter with a
- * signal costs no extra closure, and it keeps only `resolve` (a rejection resolves the promise with a
- * rejected one), to stay small: the queue may hold 100,000 of them.
+ * @internal What a queued request carries beyond a plain one: bytes, an expiry or deadline, a signal,
+ * a selector entry, `run` options. Most requests have none of it and share no object for it.
  */
-export class Waiter {
-  /** Units requested. */
-  readonly cost: number;
+export class WaiterExtras {
   /** Bytes held while queued. */
-  readonly bytes: number;
-  /** Clock ms when it entered the queue. */
-  readonly enqueuedAt: number;
-  /** Clock ms after which it leaves the queue (`Infinity`: never by time). */
-  readonly expiresAt: number;
-  /** The caller's deadline (clock ms), checked against the service time estimate at dispatch. */
-  readonly deadline: number;
-  /** Settles the caller's promise (with the permit, or with the run task's result). */
-  readonly resolve: (value: Permit | PromiseLike<unknown>) => void;
-  /** The caller's signal, if any. */
-  readonly signal: AbortSignal | undefined;
-  readonly #owner: WaiterOwner;
-  /** List links (arrival order). */
-  prev: Waiter | undefined = undefined;
-  next: Waiter | undefined = undefined;
+  bytes = 0;
+  /**
+   * The caller's deadline (clock ms), checked against the service time estimate at dispatch. The
+   * waiter leaves the queue at `min(deadline, enqueuedAt + maxQueueWaitMs)`, which the limiter
+   * computes (one number less to store per waiter).
+   */
+  deadline = Infinity;
+  /** The caller's signal, if any (kept apart from the options, which the caller may reuse and change). */
+  signal: AbortSignal | undefined = undefined;
   /** Position in the expiry heap, -1 when not in it. */
   heapIndex = -1;
-  /** Still in the queue. */
-  queued = true;
-  /** Selector bookkeeping (fair or priority queueing only): kept apart so a plain waiter stays small. */
+  /** Selector bookkeeping (fair or priority queueing only). */
   sel: SelectorEntry | undefined = undefined;
-  /** For `run`: the task to start under the permit once granted (the waiter then settles its result). */
-  task: ((signal: AbortSignal) => unknown) | undefined = undefined;
   /** For `run`: the acquire options of the call. */
   options: AcquireOptions | undefined = undefined;
+}
+
+/**
+ * @internal One queued request, and the permit it becomes when granted (so a grant allocates
+ * nothing). It is its own abort listener (`handleEvent`), so a waiter with a signal costs no extra
+ * closure; it keeps only one settle function (a rejection resolves the promise with a rejected one);
+ * and everything a plain request does not use lives in {@link WaiterExtras}. The queue may hold
+ * 100,000 of them, and the smaller they are the faster they drain: less for the garbage collector to
+ * trace while they wait.
+ */
+export class Waiter extends Permit {
+  /** Clock ms when it entered the queue. */
+  readonly enqueuedAt: number;
+  /**
+   * Where the outcome goes: the caller promise's resolve function (called with the permit, the run
+   * task's result, or a rejected promise), or a sink (`Limiter._acquireFor`).
+   */
+  readonly settle: ((value: unknown) => void) | AcquireSink;
+  /**
+   * Bytes, deadline, signal, selector entry, run options, expiry-heap position; `undefined` when none
+   * applies (created later if the waiter enters the expiry heap).
+   */
+  extras: WaiterExtras | undefined;
+  /** For `run`: the task to start under the permit once granted (the waiter then settles its result). */
+  readonly task: ((signal: AbortSignal) => unknown) | undefined;
+  /** Index in the limiter's list of waiters, -1 once out of it (served, expired, aborted, closed). */
+  slot = -1;
 
   constructor(
-    owner: WaiterOwner,
+    owner: WaiterOwner & PermitOwner,
     cost: number,
-    bytes: number,
     enqueuedAt: number,
-    expiresAt: number,
-    deadline: number,
-    signal: AbortSignal | undefined,
-    resolve: (value: Permit | PromiseLike<unknown>) => void,
+    settle: ((value: unknown) => void) | AcquireSink,
+    extras: WaiterExtras | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
   ) {
-    this.#owner = owner;
-    this.cost = cost;
-    this.bytes = bytes;
+    super(owner, cost, Number.NaN, 0);
     this.enqueuedAt = enqueuedAt;
-    this.expiresAt = expiresAt;
-    this.deadline = deadline;
-    this.signal = signal;
-    this.resolve = resolve;
+    this.settle = settle;
+    this.extras = extras;
+    this.task = task;
+  }
+
+  /** Bytes held while queued. */
+  get bytes(): number {
+    return this.extras === undefined ? 0 : this.extras.bytes;
+  }
+
+  /** The caller's deadline (clock ms). */
+  get deadline(): number {
+    return this.extras === undefined ? Infinity : this.extras.deadline;
+  }
+
+  /** The caller's signal, if any. */
+  get signal(): AbortSignal | undefined {
+    return this.extras?.signal;
+  }
+
+  /** For `run`: the acquire options of the call. */
+  get options(): AcquireOptions | undefined {
+    return this.extras?.options;
+  }
+
+  /** Selector bookkeeping (fair or priority queueing only). */
+  get sel(): SelectorEntry | undefined {
+    return this.extras?.sel;
+  }
+
+  /** Turns the waiter into a granted permit. */
+  granted(startTime: number, inflight: number): void {
+    this._start(startTime, inflight);
   }
 
   /** The signal aborted. */
   handleEvent(): void {
-    this.#owner._abortWaiter(this);
+    (this._owner() as (PermitOwner & WaiterOwner) | undefined)?._abortWaiter(this);
   }
 }
 

@@ -1,0 +1,14 @@
+import type { LimitExceededError } from '../errors/LimitExceededError.js';
+import type { Permit } from './Permit.js';
+
+/**
+ * @internal Where {@link Limiter._acquireFor} delivers a queued request's outcome instead of settling
+ * a promise, for integrations (the breaker's guard) that already have a per-call object: the request
+ * then costs the limiter no promise and the caller no closure.
+ */
+export interface AcquireSink {
+  /** The request was granted `permit` (report its outcome on it, exactly once). */
+  _granted(permit: Permit): void;
+  /** The request was refused (queue full, expired, aborted, closed, ...). */
+  _refused(error: LimitExceededError): void;
+}
