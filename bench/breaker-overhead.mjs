@@ -4,6 +4,8 @@
 //   node bench/breaker-overhead.mjs              full run (about 2.5–3 minutes)
 //   node bench/breaker-overhead.mjs --quick      smoke test (about 8 s; rough numbers, no 64-workers mode)
 //   node bench/breaker-overhead.mjs --json=out.json   also write the raw samples as JSON
+//   node bench/breaker-overhead.mjs --only=opossum-timeout,guard-timeout --modes=burst
+//                                                a subset of contenders (ids below) and modes (seq, burst, workers)
 //   node bench/breaker-overhead.mjs --sustained  sequential, each contender 12 s without pause, last
 //                                                3 s timed (opossum's rolling window full); ~4.5 min
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/breaker-overhead.mjs --profile=guard:seq [--seconds=3]
@@ -613,15 +615,23 @@ async function parent(args) {
   const quick = args.includes('--quick');
   const jsonArg = args.find((a) => a.startsWith('--json='));
   const sustainedMode = args.includes('--sustained');
+  const onlyArg = args.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+  const modesArg = args.find((a) => a.startsWith('--modes='))?.slice('--modes='.length);
   const unknown = args.filter(
-    (a) => a !== '--quick' && a !== '--sustained' && !a.startsWith('--json='),
+    (a) =>
+      a !== '--quick' &&
+      a !== '--sustained' &&
+      !a.startsWith('--json=') &&
+      a !== '--no-gc' &&
+      !a.startsWith('--only=') &&
+      !a.startsWith('--modes='),
   );
   if (unknown.length > 0) throw new Error(`unknown arguments: ${unknown.join(' ')}`);
   const cfg = quick
     ? { warmupMs: 0, warmupBatches: 1, probes: 0, targetMs: 0, minMs: 0, reps: 3 }
     : { warmupMs: 300, warmupBatches: 5, probes: 7, targetMs: 250, minMs: 200, reps: 9 };
   cfg.rewarm = !quick;
-  cfg.gc = !quick;
+  cfg.gc = !quick && !args.includes('--no-gc');
   cfg.processPer = quick ? 'contender' : 'cell';
 
   const script = fileURLToPath(import.meta.url);
@@ -639,11 +649,20 @@ async function parent(args) {
   let ownCpuUs = 0;
 
   // --quick skips the 64-workers mode to stay under 10 s.
-  const modes = quick ? ['seq', 'burst'] : Object.keys(MODES);
+  const modes = modesArg?.split(',') ?? (quick ? ['seq', 'burst'] : Object.keys(MODES));
+  const only = onlyArg?.split(',');
+  for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m}`);
+  for (const id of only ?? []) {
+    if (!CONTENDERS.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
+  }
   if (sustainedMode) return parentSustained(quick ? 1 : 3, command, jsonArg);
   const cells = [];
   for (const mode of modes) {
-    for (const x of CONTENDERS) cells.push({ id: `${x.id}:${mode}`, contender: x, mode });
+    for (const x of CONTENDERS) {
+      if (only === undefined || only.includes(x.id)) {
+        cells.push({ id: `${x.id}:${mode}`, contender: x, mode });
+      }
+    }
   }
   const groups = new Map();
   for (const cell of cells) {
@@ -730,11 +749,14 @@ async function parent(args) {
   );
   out.push(`|---|---|---:|${REFERENCES.map(() => '---:').join('|')}|---:|---:|---:|`);
   const rows = [];
-  const medianOf = (id, mode) =>
-    median(cells.find((c) => c.mode === mode && c.contender.id === id).samples);
+  const medianOf = (id, mode) => {
+    const cell = cells.find((c) => c.mode === mode && c.contender.id === id);
+    return cell === undefined ? Number.NaN : median(cell.samples);
+  };
   for (const mode of modes) {
     for (const x of CONTENDERS) {
       const cell = cells.find((c) => c.mode === mode && c.contender === x);
+      if (cell === undefined) continue; // left out by --only
       const med = median(cell.samples);
       const lo = Math.min(...cell.samples);
       const hi = Math.max(...cell.samples);
@@ -763,6 +785,12 @@ async function parent(args) {
       : 'Targets:',
   );
   for (const t of TARGETS) {
+    if (
+      !cells.some((c) => c.contender.id === t.id) ||
+      !cells.some((c) => c.contender.id === t.ref)
+    ) {
+      continue;
+    }
     const parts = modes.map((mode) => {
       const ratio = medianOf(t.id, mode) / medianOf(t.ref, mode);
       return `${MODES[mode]} ${fmt(ratio, 2)}× ${ratio <= t.max ? 'met' : 'MISSED'}`;

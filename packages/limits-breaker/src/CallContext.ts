@@ -5,23 +5,25 @@
  */
 export class CallContext {
   #controller: AbortController | undefined = undefined;
-  #aborted = false;
-  #reason: unknown = undefined;
+  /** The abort reason, or NOT_ABORTED. */
+  #reason: unknown = NOT_ABORTED;
 
   /** This call's signal: aborted when the call times out or the guard shuts down. */
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#reason);
+      if (this.#reason !== NOT_ABORTED) this.#controller.abort(this.#reason);
     }
     return this.#controller.signal;
   }
 
   /** @internal Aborts this call's signal (now, or as soon as it is created). */
   _abort(reason: unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
+    if (this.#reason !== NOT_ABORTED) return;
     this.#reason = reason;
     this.#controller?.abort(reason);
   }
 }
+
+/** What `#reason` holds until the call is aborted (any abort reason, even `undefined`, differs). */
+const NOT_ABORTED: unique symbol = Symbol('not aborted');

@@ -2,12 +2,10 @@ import type { Clock } from 'limits-core';
 
 /** @internal An entry of the timeout list. */
 export interface Timed {
-  /** Clock ms when it times out. */
-  due: number;
+  /** Clock ms when it started (it times out `timeoutMs` later). */
+  start: number;
   prev: Timed | undefined;
   next: Timed | undefined;
-  /** Still listed. */
-  listed: boolean;
   /** Called once when it times out. */
   expire(): void;
 }
@@ -20,17 +18,18 @@ export interface Timed {
  */
 export class TimeoutList {
   readonly #clock: Clock;
+  readonly #timeoutMs: number;
   #head: Timed | undefined = undefined;
   #tail: Timed | undefined = undefined;
   #timer: unknown = undefined;
   #timerDue = Infinity;
 
-  constructor(clock: Clock) {
+  constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
+    this.#timeoutMs = timeoutMs;
   }
 
   add(t: Timed): void {
-    t.listed = true;
     t.prev = this.#tail;
     t.next = undefined;
     if (this.#tail === undefined) this.#head = t;
@@ -39,9 +38,13 @@ export class TimeoutList {
     if (this.#timer === undefined) this.#arm();
   }
 
+  /** Whether `t` is listed (a removed entry has no links and is not the head). */
+  has(t: Timed): boolean {
+    return t.prev !== undefined || this.#head === t;
+  }
+
   remove(t: Timed): void {
-    if (!t.listed) return;
-    t.listed = false;
+    if (!this.has(t)) return;
     if (t.prev === undefined) this.#head = t.next;
     else t.prev.next = t.next;
     if (t.next === undefined) this.#tail = t.prev;
@@ -53,7 +56,12 @@ export class TimeoutList {
 
   /** Clears the timer and forgets every entry (they will not expire). */
   clear(): void {
-    for (let t = this.#head; t !== undefined; t = t.next) t.listed = false;
+    for (let t = this.#head; t !== undefined; ) {
+      const next = t.next;
+      t.prev = undefined;
+      t.next = undefined;
+      t = next;
+    }
     this.#head = undefined;
     this.#tail = undefined;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
@@ -64,15 +72,17 @@ export class TimeoutList {
   #arm(): void {
     const head = this.#head;
     if (head === undefined) return;
-    this.#timerDue = head.due;
-    this.#timer = this.#clock.setTimeout(this.#fire, Math.max(0, head.due - this.#clock.now()));
+    const due = head.start + this.#timeoutMs;
+    this.#timerDue = due;
+    this.#timer = this.#clock.setTimeout(this.#fire, Math.max(0, due - this.#clock.now()));
   }
 
   readonly #fire = (): void => {
     this.#timer = undefined;
     this.#timerDue = Infinity;
     const now = this.#clock.now();
-    for (let t = this.#head; t !== undefined && t.due <= now; t = this.#head) {
+    const timeoutMs = this.#timeoutMs;
+    for (let t = this.#head; t !== undefined && t.start + timeoutMs <= now; t = this.#head) {
       this.remove(t);
       t.expire();
     }

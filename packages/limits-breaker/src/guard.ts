@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
 import {
   type AcquireOptions,
+  type AcquireSink,
   type Clock,
   defaultClassify,
   type LimitEvent,
@@ -21,6 +22,7 @@ import { CallTimeoutError, CircuitOpenError } from './errors.js';
 import { type LatencySummary, LatencyWindow } from './LatencyWindow.js';
 import type {
   OpossumBreaker,
+  OpossumBucket,
   OpossumConstructor,
   OpossumOptions,
   OpossumStats,
@@ -113,6 +115,13 @@ export interface GuardStats {
 }
 
 const EMPTY_ARGS: unknown[] = [];
+/** Bits of a call's flags. */
+const LIVE = 1;
+const ANSWERED = 2;
+const TIMED_OUT = 4;
+const TRIAL = 8;
+/** How long the guard keeps counting successes into the same opossum bucket before re-reading it. */
+const BUCKET_REFRESH_MS = 10;
 const noop = () => {};
 const passThrough = (outcome: unknown) => outcome;
 
@@ -136,32 +145,71 @@ function loadOpossum(): OpossumConstructor {
   return installedOpossum;
 }
 
-/** @internal One call in flight. */
-class Call implements Timed {
-  due = 0;
+/**
+ * @internal One call, from `fire()` to the end of its action: it waits in the limiter's queue (as the
+ * limiter's sink: no promise there), is the action's context (a `CallContext`: no second object),
+ * sits in the timeout list and the list of calls in flight. One object and one caller promise per
+ * call, where a promise chain through `limiter.acquire()` took several of each.
+ */
+class Call extends CallContext implements Timed, AcquireSink {
+  /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
-  listed = false;
   /** Links in the guard's list of calls in flight. */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
-  /** Still in flight for the guard (not settled, not shut down). */
-  live = true;
-  /** The caller was answered (by the result, the timeout, or shutdown). */
-  answered = false;
-  timedOut = false;
+  /** LIVE, ANSWERED, TIMED_OUT and TRIAL bits (one field: the queue may hold 10^5 calls). */
+  #flags: number;
+  /** The permit, once granted. */
+  permit: Permit | undefined = undefined;
+  /** Clock ms when the action started. */
+  start = 0;
+  /**
+   * Answers the caller: the resolve function of the caller's promise (a rejection resolves it with a
+   * rejected promise); `noop` when the caller's promise is derived from the action's.
+   */
+  resolve: (value: unknown) => void = noop;
   constructor(
     readonly guard: Guard<never, unknown>,
-    readonly permit: Permit,
-    readonly trial: boolean,
+    trial: boolean,
     readonly args: unknown[],
-    readonly ctx: CallContext,
-    readonly start: number,
-    readonly resolve: (value: unknown) => void,
-    readonly reject: (error: unknown) => void,
-  ) {}
+  ) {
+    super();
+    this.#flags = trial ? LIVE | TRIAL : LIVE;
+  }
+  /** A trial call (admitted while HALF_OPEN). */
+  get trial(): boolean {
+    return (this.#flags & TRIAL) !== 0;
+  }
+  /** Still in flight for the guard (not settled, not shut down). */
+  get live(): boolean {
+    return (this.#flags & LIVE) !== 0;
+  }
+  set live(on: boolean) {
+    this.#flags = on ? this.#flags | LIVE : this.#flags & ~LIVE;
+  }
+  /** The caller was answered (by the result, the timeout, or shutdown). */
+  get answered(): boolean {
+    return (this.#flags & ANSWERED) !== 0;
+  }
+  set answered(on: boolean) {
+    this.#flags = on ? this.#flags | ANSWERED : this.#flags & ~ANSWERED;
+  }
+  /** The caller was answered at the timeout; the action is still running. */
+  get timedOut(): boolean {
+    return (this.#flags & TIMED_OUT) !== 0;
+  }
+  set timedOut(on: boolean) {
+    this.#flags = on ? this.#flags | TIMED_OUT : this.#flags & ~TIMED_OUT;
+  }
   expire(): void {
     this.guard._timeout(this);
+  }
+  _granted(permit: Permit): void {
+    this.guard._granted(this, permit);
+  }
+  _refused(error: LimitExceededError): void {
+    this.guard._refused(this, error);
   }
 }
 
@@ -193,6 +241,18 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   #state: CircuitState = 'CLOSED';
   #trials = 0;
   #shut = false;
+  /** opossum's own listeners of `fire` and `success` (more means someone else listens too). */
+  readonly #ownFireListeners: number;
+  readonly #ownSuccessListeners: number;
+  /** opossum's current rolling-count bucket, as last read, and when it was read. */
+  #bucket: OpossumBucket | undefined = undefined;
+  #bucketReadAt = -Infinity;
+  /** The resolve function `#capture` just received (taken at once by `fire`). */
+  #captured: ((value: unknown) => void) | undefined = undefined;
+  /** One shared promise executor instead of a closure per call. */
+  readonly #capture = (resolve: (value: unknown) => void): void => {
+    this.#captured = resolve;
+  };
 
   /** @internal Use {@link guard}. */
   constructor(action: GuardedAction<A, R>, options: GuardOptions<A, R> = {}) {
@@ -237,7 +297,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       );
     }
     this.#latency = new LatencyWindow(windowMs, buckets, () => this.#clock.now());
-    this.#timeouts = new TimeoutList(this.#clock);
+    this.#timeouts = new TimeoutList(this.#clock, timeout === false ? Infinity : timeout);
     const Opossum = options.CircuitBreaker ?? loadOpossum();
     // opossum sees only outcomes: the action is run by the guard, opossum's own timeout, capacity,
     // percentiles and AbortController are off (see the README for why).
@@ -253,6 +313,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       enableSnapshots: false,
       ...(options.name === undefined ? {} : { name: options.name }),
     });
+    this.#ownFireListeners = this.breaker.listenerCount('fire');
+    this.#ownSuccessListeners = this.breaker.listenerCount('success');
     const onOpen = () => this.#transition('OPEN');
     const onHalfOpen = () => this.#transition('HALF_OPEN');
     const onClose = () => this.#transition('CLOSED');
@@ -331,15 +393,36 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
         return this.#fail('open', args, new CircuitOpenError(this.#state));
       }
     }
+    const call = new Call(this as never, trial, args);
     const permit = this.limiter.tryAcquire(this.#acquire);
-    if (permit !== undefined) return this.#start(permit, args, trial);
-    return this.limiter.acquire(this.#acquire).then(
-      (p) => this.#start(p, args, trial),
-      (error: unknown) => {
-        if (trial) this.#trials--;
-        return this.#fail('limit', args, error);
-      },
-    );
+    if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
+    // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
+    const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
+    call.resolve = this.#captured as (value: unknown) => void;
+    this.#captured = undefined;
+    const granted = this.limiter._acquireFor(call, this.#acquire);
+    if (granted !== undefined) this._granted(call, granted);
+    return promise;
+  }
+
+  /** @internal The limiter granted a queued call its permit. */
+  _granted(call: Call, permit: Permit): void {
+    if (this.#shut) {
+      // A shared limiter outlives the guard: its late grant goes straight back.
+      permit.ignore();
+      if (call.trial) this.#trials--;
+      call.answered = true;
+      call.resolve(Promise.reject(new LimitsError('SHUTDOWN', 'limits: guard shut down')));
+      return;
+    }
+    this.#start(call, permit);
+  }
+
+  /** @internal The limiter refused a queued call: reason `limit`, never a breaker failure. */
+  _refused(call: Call, error: LimitExceededError): void {
+    if (call.trial) this.#trials--;
+    call.answered = true;
+    call.resolve(this.#fail('limit', call.args as A, error));
   }
 
   /** Counts, limiter snapshot and latency percentiles. */
@@ -367,12 +450,12 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     const error = new LimitsError('SHUTDOWN', 'limits: guard shut down');
     for (let call = this.#callsHead; call !== undefined; call = call.cnext) {
       call.live = false;
-      call.ctx._abort(error);
+      call._abort(error);
       if (!call.answered) {
         call.answered = true;
-        call.reject(error);
+        call.resolve(Promise.reject(error));
       }
-      call.permit.ignore();
+      call.permit?.ignore();
     }
     this.#callsHead = undefined;
     for (const off of this.#unsubscribe) off();
@@ -380,27 +463,41 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     if (this.#ownsLimiter) await this.limiter.close();
   }
 
-  #start(permit: Permit, args: A, trial: boolean): Promise<R> {
-    const ctx = new CallContext();
+  /**
+   * Runs the action of `call` under `permit`. A call that waited in the queue already has its caller's
+   * promise (`call.resolve`): it is answered through it, and this returns `undefined`. A call that got
+   * its permit at once gets its promise here (returned), derived from the action's when there is no
+   * timeout to answer it earlier.
+   */
+  #start(call: Call, permit: Permit): Promise<R> | undefined {
+    call.permit = permit;
+    const queued = call.resolve !== noop;
+    const args = call.args as A;
     let result: R | PromiseLike<R>;
     try {
-      result = this.#action(ctx, ...args);
+      result = this.#action(call, ...args);
     } catch (error) {
       // Threw before starting anything: the permit goes back at once, the breaker does not count it.
       permit.ignore();
-      if (trial) this.#trials--;
-      return this.#fail('error', args, error);
+      if (call.trial) this.#trials--;
+      call.answered = true;
+      const answer = this.#fail('error', args, error);
+      if (!queued) return answer;
+      call.resolve(answer);
+      return undefined;
     }
     if (!isThenable(result)) {
-      const call = this.#track(permit, trial, args, ctx, noop, noop);
+      this.#track(call);
       call.answered = true;
       this.#settled(call, undefined, result);
-      return Promise.resolve(result);
+      if (!queued) return Promise.resolve(result);
+      call.resolve(result);
+      return undefined;
     }
-    if (this.#timeoutMs === false) {
+    if (this.#timeoutMs === false && !queued) {
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
-      const call = this.#track(permit, trial, args, ctx, noop, noop);
+      this.#track(call);
       call.answered = true;
       return Promise.resolve(result).then(
         (value) => {
@@ -413,43 +510,29 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
         },
       );
     }
-    return new Promise<R>((resolve, reject) => {
-      const call = this.#track(permit, trial, args, ctx, resolve as (v: unknown) => void, reject);
-      result.then(
-        (value) => this.#settled(call, undefined, value),
-        (error: unknown) =>
-          this.#settled(call, error ?? new Error('action rejected with undefined'), undefined),
-      );
-    });
+    let promise: Promise<R> | undefined;
+    if (!queued) {
+      promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
+      call.resolve = this.#captured as (value: unknown) => void;
+      this.#captured = undefined;
+    }
+    this.#track(call);
+    result.then(
+      (value) => this.#settled(call, undefined, value),
+      (error: unknown) =>
+        this.#settled(call, error ?? new Error('action rejected with undefined'), undefined),
+    );
+    return promise;
   }
 
-  #track(
-    permit: Permit,
-    trial: boolean,
-    args: unknown[],
-    ctx: CallContext,
-    resolve: (v: unknown) => void,
-    reject: (e: unknown) => void,
-  ): Call {
-    const call = new Call(
-      this as never,
-      permit,
-      trial,
-      args,
-      ctx,
-      this.#clock.now(),
-      resolve,
-      reject,
-    );
+  /** Lists a started call as in flight (and in the timeout list, with a timeout). */
+  #track(call: Call): void {
+    call.start = this.#clock.now();
     const head = this.#callsHead;
     call.cnext = head;
     if (head !== undefined) head.cprev = call;
     this.#callsHead = call;
-    if (this.#timeoutMs !== false) {
-      call.due = call.start + this.#timeoutMs;
-      this.#timeouts.add(call);
-    }
-    return call;
+    if (this.#timeoutMs !== false) this.#timeouts.add(call);
   }
 
   /** The action settled (possibly long after its caller timed out). */
@@ -462,9 +545,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#timeouts.remove(call);
     const now = this.#clock.now();
     this.#latency.record(now - call.start, now);
+    const permit = call.permit as Permit;
     if (call.timedOut) {
       // Counted as a breaker failure when it timed out; now the permit can go back, as congestion.
-      call.permit.dropped();
+      permit.dropped();
       return;
     }
     let outcome: GuardOutcome | undefined;
@@ -474,16 +558,16 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       outcome = undefined;
     }
     outcome ??= defaultOutcome(error);
-    if (outcome === 'success') call.permit.success();
-    else if (outcome === 'dropped') call.permit.dropped();
-    else call.permit.ignore();
-    if (outcome !== 'ignore') this.#record(outcome === 'success', call.trial, error);
+    if (outcome === 'success') permit.success();
+    else if (outcome === 'dropped') permit.dropped();
+    else permit.ignore();
+    if (outcome !== 'ignore') this.#record(outcome === 'success', call.trial, error, now);
     else if (call.trial) this.#trials--;
     // A caller already answered (by a derived promise, or at its timeout) is not answered again.
     if (call.answered) return;
     call.answered = true;
     if (error === undefined) call.resolve(value);
-    else this.#fail('error', call.args as A, error).then(call.resolve, call.reject);
+    else call.resolve(this.#fail('error', call.args as A, error));
   }
 
   /** @internal The call's timeout elapsed: answer the caller now, keep the permit until it ends. */
@@ -492,13 +576,13 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     call.timedOut = true;
     call.answered = true;
     const error = new CallTimeoutError(this.#timeoutMs as number);
-    call.ctx._abort(error);
-    this.#record(false, call.trial, error);
-    this.#fail('timeout', call.args as A, error).then(call.resolve, call.reject);
+    call._abort(error);
+    this.#record(false, call.trial, error, Number.NaN);
+    call.resolve(this.#fail('timeout', call.args as A, error));
   }
 
-  /** Reports an outcome to the circuit. */
-  #record(ok: boolean, trial: boolean, error: unknown): void {
+  /** Reports an outcome to the circuit (`now`: the clock, for a success). */
+  #record(ok: boolean, trial: boolean, error: unknown, now: number): void {
     if (trial) {
       this.#trials--;
       if (this.#state !== 'HALF_OPEN') return;
@@ -509,10 +593,28 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     // A call admitted while CLOSED whose outcome arrives after the circuit left CLOSED says nothing new.
     if (this.#state !== 'CLOSED') return;
     if (ok) {
-      // What opossum's own fire() does for a success, minus the promise plumbing: its rolling window
-      // counts `fire` and `success` from these events (a success never changes a CLOSED circuit).
-      this.breaker.emit('fire', EMPTY_ARGS);
-      this.breaker.emit('success', undefined, 0);
+      // A success never changes a CLOSED circuit: it only counts in opossum's rolling window.
+      const b = this.breaker;
+      if (
+        b.listenerCount('fire') > this.#ownFireListeners ||
+        b.listenerCount('success') > this.#ownSuccessListeners
+      ) {
+        // Someone else listens to opossum's events (e.g. a metrics exporter): tell it as opossum's
+        // own fire() would, minus the promise plumbing; opossum counts from these events.
+        b.emit('fire', EMPTY_ARGS);
+        b.emit('success', undefined, 0);
+        return;
+      }
+      // Otherwise add to the current bucket's counts directly. opossum's event path would also push
+      // a latency sample per success into an array that only its rolling percentiles read (off
+      // here): at 10^6 calls/s that array holds 10^7 numbers over a 10-second window.
+      if (this.#bucket === undefined || now - this.#bucketReadAt >= BUCKET_REFRESH_MS) {
+        this.#bucket = b.status.window[0];
+        this.#bucketReadAt = now;
+      }
+      const bucket = this.#bucket as OpossumBucket;
+      bucket.fires++;
+      bucket.successes++;
     } else {
       // A failure goes through fire(), so opossum judges volume and error percentage and may open.
       this.breaker.fire(Promise.reject(error)).catch(noop);

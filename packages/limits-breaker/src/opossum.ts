@@ -21,12 +21,23 @@ export interface OpossumBreaker {
   readonly isShutdown: boolean;
   /** Rolling counts over the statistics window. */
   readonly stats: OpossumStats;
+  /** The rolling statistics (its `window[0]` is the current bucket of counts). */
+  readonly status: { readonly window: OpossumBucket[] };
+  /** Listeners of an event (the guard emits `fire`/`success` only when someone besides opossum listens). */
+  listenerCount(event: string): number;
   /** Subscribes to an opossum event (`open`, `halfOpen`, `close`, `success`, `failure`, …). */
   on(event: string, listener: (...args: unknown[]) => void): this;
   /** Emits an opossum event (the guard reports successes as `fire` + `success`). */
   emit(event: string, ...args: unknown[]): boolean;
   /** Removes a listener. */
   removeListener(event: string, listener: (...args: unknown[]) => void): this;
+}
+
+/** One bucket of opossum's rolling window: counts of one slice of time (a subset). */
+export interface OpossumBucket {
+  fires: number;
+  successes: number;
+  [key: string]: unknown;
 }
 
 /** opossum's rolling counts (a subset). */

@@ -265,6 +265,95 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 
+  test('queued calls wait in the limiter: each starts when a permit frees, its timeout counts from the start', async () => {
+    const gates: Array<ReturnType<typeof deferred<number>>> = [];
+    const g = guard(
+      (_ctx, n: number) => {
+        const d = deferred<number>();
+        gates[n] = d;
+        return d.promise;
+      },
+      { ...base, timeout: 100, limit: { limit: 2, maxQueued: 10, clock } },
+    );
+    const callers = [0, 1, 2, 3].map((n) => g.fire(n).catch((e: unknown) => e));
+    await flush();
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 2 });
+    expect(gates.filter(Boolean)).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(60);
+    gates[0]?.resolve(0);
+    await flush();
+    // Call 2 started at t = 60 ms: it times out at 160, not at 100 like call 1.
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 1 });
+    await vi.advanceTimersByTimeAsync(40);
+    expect(await callers[1]).toBeInstanceOf(CallTimeoutError);
+    expect(g.limiter.inflight).toBe(2); // call 1 still holds its permit: nothing more starts
+    gates[2]?.resolve(2);
+    gates[1]?.resolve(1);
+    await flush();
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 1, queued: 0 });
+    gates[3]?.resolve(3);
+    expect(await Promise.all([callers[0], callers[2], callers[3]])).toEqual([0, 2, 3]);
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
+    expect(g.stats().breaker).toMatchObject({ fires: 4, successes: 3, failures: 1 });
+    await g.shutdown();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  test('a queued call refused by the limiter goes to the fallback with reason limit', async () => {
+    const hold = deferred<string>();
+    const reasons: string[] = [];
+    const g = guard(() => hold.promise, {
+      ...base,
+      limit: { limit: 1, maxQueued: 5, maxQueueWaitMs: 50, clock },
+      fallback: (reason) => {
+        reasons.push(reason);
+        return 'fallback';
+      },
+    });
+    const running = g.fire();
+    const queued = g.fire();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await queued).toBe('fallback');
+    expect(reasons).toEqual(['limit']);
+    expect(g.stats().breaker.failures).toBe(0);
+    hold.resolve('done');
+    await running;
+    await g.shutdown();
+  });
+
+  test('a shared limiter that grants a queued call after shutdown gets its permit straight back', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 5, clock });
+    const outside = await limiter.acquire();
+    const g = guard(async () => 'ran', { ...base, limiter });
+    let ran = false;
+    const queued = g.fire().then(
+      () => (ran = true),
+      (e: unknown) => e,
+    );
+    await g.shutdown(); // a shared limiter is not closed: the call stays queued
+    expect(limiter.queued).toBe(1);
+    outside.success();
+    expect(await queued).toMatchObject({ code: 'SHUTDOWN' });
+    expect(ran).toBe(false);
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
+  });
+
+  test("successes count in opossum's window directly, or through its events when someone listens", async () => {
+    const g = guard(async () => 'ok', base);
+    for (let i = 0; i < 3; i++) await g.fire();
+    expect(g.stats().breaker).toMatchObject({ fires: 3, successes: 3 });
+    const seen: string[] = [];
+    g.breaker.on('success', () => seen.push('success'));
+    g.breaker.on('fire', () => seen.push('fire'));
+    for (let i = 0; i < 2; i++) await g.fire();
+    expect(seen).toEqual(['fire', 'success', 'fire', 'success']);
+    expect(g.stats().breaker).toMatchObject({ fires: 5, successes: 5 });
+    // The counts land in opossum's rolling window and roll out with it.
+    await vi.advanceTimersByTimeAsync(11_000);
+    expect(g.stats().breaker).toMatchObject({ fires: 0, successes: 0 });
+    await g.shutdown();
+  });
+
   test('stats carry latency percentiles from the rolling HDR histogram', async () => {
     const g = guard((_ctx, ms: number) => new Promise<void>((r) => setTimeout(r, ms)), base);
     for (const ms of [10, 20, 30, 40, 200]) {

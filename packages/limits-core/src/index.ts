@@ -33,6 +33,7 @@ export type {
   QueueOrder,
 } from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
+export type { AcquireSink } from './limiter/AcquireSink.js';
 export { Permit } from './limiter/Permit.js';
 export {
   type Ledger,
