@@ -244,6 +244,11 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   /** opossum's own listeners of `fire` and `success` (more means someone else listens too). */
   readonly #ownFireListeners: number;
   readonly #ownSuccessListeners: number;
+  /**
+   * Whether only opossum listens to `fire`/`success` (successes are then counted into its bucket
+   * directly); `undefined` after a listener change, recomputed at the next success.
+   */
+  #countDirectly: boolean | undefined = undefined;
   /** opossum's current rolling-count bucket, as last read, and when it was read. */
   #bucket: OpossumBucket | undefined = undefined;
   #bucketReadAt = -Infinity;
@@ -315,6 +320,13 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     });
     this.#ownFireListeners = this.breaker.listenerCount('fire');
     this.#ownSuccessListeners = this.breaker.listenerCount('success');
+    // Node's EventEmitter announces listener changes ('newListener' comes before the addition, so
+    // the count is taken later, at the next success).
+    const onListenerChange = (event: unknown) => {
+      if (event === 'fire' || event === 'success') this.#countDirectly = undefined;
+    };
+    this.breaker.on('newListener', onListenerChange);
+    this.breaker.on('removeListener', onListenerChange);
     const onOpen = () => this.#transition('OPEN');
     const onHalfOpen = () => this.#transition('HALF_OPEN');
     const onClose = () => this.#transition('CLOSED');
@@ -322,6 +334,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.breaker.on('halfOpen', onHalfOpen);
     this.breaker.on('close', onClose);
     this.#unsubscribe.push(() => {
+      this.breaker.removeListener('newListener', onListenerChange);
+      this.breaker.removeListener('removeListener', onListenerChange);
       this.breaker.removeListener('open', onOpen);
       this.breaker.removeListener('halfOpen', onHalfOpen);
       this.breaker.removeListener('close', onClose);
@@ -393,7 +407,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
         return this.#fail('open', args, new CircuitOpenError(this.#state));
       }
     }
-    const call = new Call(this as never, trial, args);
+    // A call without arguments keeps the shared empty array: its rest array dies young.
+    const call = new Call(this as never, trial, args.length === 0 ? (EMPTY_ARGS as A) : args);
     const permit = this.limiter.tryAcquire(this.#acquire);
     if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
@@ -595,10 +610,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     if (ok) {
       // A success never changes a CLOSED circuit: it only counts in opossum's rolling window.
       const b = this.breaker;
-      if (
-        b.listenerCount('fire') > this.#ownFireListeners ||
-        b.listenerCount('success') > this.#ownSuccessListeners
-      ) {
+      this.#countDirectly ??=
+        b.listenerCount('fire') <= this.#ownFireListeners &&
+        b.listenerCount('success') <= this.#ownSuccessListeners;
+      if (!this.#countDirectly) {
         // Someone else listens to opossum's events (e.g. a metrics exporter): tell it as opossum's
         // own fire() would, minus the promise plumbing; opossum counts from these events.
         b.emit('fire', EMPTY_ARGS);

@@ -343,15 +343,24 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
     for (let i = 0; i < 3; i++) await g.fire();
     expect(g.stats().breaker).toMatchObject({ fires: 3, successes: 3 });
     const seen: string[] = [];
-    g.breaker.on('success', () => seen.push('success'));
-    g.breaker.on('fire', () => seen.push('fire'));
+    const onSuccess = () => seen.push('success');
+    const onFire = () => seen.push('fire');
+    g.breaker.on('success', onSuccess);
+    g.breaker.on('fire', onFire);
     for (let i = 0; i < 2; i++) await g.fire();
     expect(seen).toEqual(['fire', 'success', 'fire', 'success']);
     expect(g.stats().breaker).toMatchObject({ fires: 5, successes: 5 });
+    g.breaker.removeListener('success', onSuccess);
+    g.breaker.removeListener('fire', onFire);
+    await g.fire();
+    expect(seen).toHaveLength(4);
+    expect(g.stats().breaker).toMatchObject({ fires: 6, successes: 6 });
     // The counts land in opossum's rolling window and roll out with it.
     await vi.advanceTimersByTimeAsync(11_000);
     expect(g.stats().breaker).toMatchObject({ fires: 0, successes: 0 });
     await g.shutdown();
+    // shutdown() removed the guard's listeners from opossum.
+    expect(g.breaker.listenerCount('newListener')).toBe(0);
   });
 
   test('stats carry latency percentiles from the rolling HDR histogram', async () => {

@@ -15,6 +15,7 @@ export { NoLoadRtt, type NoLoadRttOptions, type ProbeState } from './limit/NoLoa
 export { SlowStart } from './limit/SlowStart.js';
 export { log10Scale, VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
+export type { AcquireSink } from './limiter/AcquireSink.js';
 export type {
   AcquireEvent,
   ExpireEvent,
@@ -33,7 +34,6 @@ export type {
   QueueOrder,
 } from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
-export type { AcquireSink } from './limiter/AcquireSink.js';
 export { Permit } from './limiter/Permit.js';
 export {
   type Ledger,
