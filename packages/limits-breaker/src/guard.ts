@@ -252,6 +252,13 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   /** opossum's current rolling-count bucket, as last read, and when it was read. */
   #bucket: OpossumBucket | undefined = undefined;
   #bucketReadAt = -Infinity;
+  /**
+   * The clock as read by the settling call whose release is starting the next ones (`NaN` outside):
+   * a call granted in that same synchronous stretch starts at that time, one clock read less per call.
+   */
+  #freshNow = Number.NaN;
+  /** Start time of the last call started: starts never go backwards (the timeout list relies on it). */
+  #lastStart = -Infinity;
   /** The resolve function `#capture` just received (taken at once by `fire`). */
   #captured: ((value: unknown) => void) | undefined = undefined;
   /** One shared promise executor instead of a closure per call. */
@@ -490,7 +497,11 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     const args = call.args as A;
     let result: R | PromiseLike<R>;
     try {
-      result = this.#action(call, ...args);
+      // A call without arguments skips the spread (a builtin call of its own).
+      result =
+        args.length === 0
+          ? (this.#action as unknown as (ctx: CallContext) => R | PromiseLike<R>)(call)
+          : this.#action(call, ...args);
     } catch (error) {
       // Threw before starting anything: the permit goes back at once, the breaker does not count it.
       permit.ignore();
@@ -542,7 +553,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
 
   /** Lists a started call as in flight (and in the timeout list, with a timeout). */
   #track(call: Call): void {
-    call.start = this.#clock.now();
+    const fresh = this.#freshNow;
+    const start = Number.isNaN(fresh) ? this.#clock.now() : Math.max(fresh, this.#lastStart);
+    this.#lastStart = start;
+    call.start = start;
     const head = this.#callsHead;
     call.cnext = head;
     if (head !== undefined) head.cprev = call;
@@ -573,9 +587,16 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       outcome = undefined;
     }
     outcome ??= defaultOutcome(error);
-    if (outcome === 'success') permit.success();
-    else if (outcome === 'dropped') permit.dropped();
-    else permit.ignore();
+    // Releasing may start queued calls right here: they take `now` as their start time.
+    const outer = this.#freshNow;
+    this.#freshNow = now;
+    try {
+      if (outcome === 'success') permit.success();
+      else if (outcome === 'dropped') permit.dropped();
+      else permit.ignore();
+    } finally {
+      this.#freshNow = outer;
+    }
     if (outcome !== 'ignore') this.#record(outcome === 'success', call.trial, error, now);
     else if (call.trial) this.#trials--;
     // A caller already answered (by a derived promise, or at its timeout) is not answered again.
