@@ -10,7 +10,7 @@ export interface WaiterOwner {
 
 /**
  * @internal What a queued request carries beyond a plain one: bytes, an expiry or deadline, a signal,
- * a selector entry, `run` options. Most requests have none of it and share no object for it.
+ * a selector entry, `run` options. Most requests have none of it, and then no such object.
  */
 export class WaiterExtras {
   /** Bytes held while queued. */
