@@ -63,6 +63,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    */
   #heapMode = false;
   #lastExpiry = -Infinity;
+  /** Queued waiters with a deadline (with no `maxQueueWaitMs`, only they can expire). */
+  #deadlines = 0;
   readonly #selector: Selector | undefined;
   readonly #estimator: CostEstimator | undefined;
   readonly #hooks: RunHooks;
@@ -460,8 +462,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     this.#queuedCost += cost;
     this.#queuedBytes += bytes;
+    if (deadline !== Infinity) this.#deadlines++;
     signal?.addEventListener('abort', waiter);
-    this.#schedule(now);
+    // A waiter that never expires cannot need an earlier timer (CoDel's depends on the head).
+    if (expiresAt !== Infinity || this.#codelTargetMs !== Infinity) this.#schedule(now);
     if (this.#events().queue !== undefined) {
       this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
     }
@@ -491,7 +495,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (list.size === 0) return;
     const selector = this.#selector;
     const timed =
-      this.#earliestExpiry() !== Infinity ||
+      ((this.#maxQueueWaitMs !== Infinity || this.#deadlines > 0) &&
+        this.#earliestExpiry() !== Infinity) ||
       this.#order !== 'fifo' ||
       this.#codelTargetMs !== Infinity ||
       selector !== undefined;
@@ -534,6 +539,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const extras = w.extras;
     if (extras !== undefined) {
       if (extras.heapIndex >= 0) this.#heap.remove(w);
+      if (extras.deadline !== Infinity) this.#deadlines--;
       this.#queuedBytes -= extras.bytes;
       extras.signal?.removeEventListener('abort', w);
     }
