@@ -1,7 +1,9 @@
 /**
  * What a guarded action receives as its first argument. Reading `signal` creates the call's own
  * AbortController on first use: on Node 20 creating an AbortSignal costs several microseconds — more
- * than the rest of the guard — so an action that never looks at it does not pay for it.
+ * than the rest of the guard — so an action that never looks at it does not pay for it. The object
+ * the guard passes is its own record of the call (a subclass, so a call costs one object): `signal`
+ * is the API; any other property on it is internal and may change.
  */
 export class CallContext {
   #controller: AbortController | undefined = undefined;
