@@ -62,6 +62,24 @@ const CONTENDERS = {
 //   release()         releases the held permit/slot
 //   queued()          waiters currently queued (sanity check)
 
+/**
+ * A contender whose API is `run(task)` (semaphore-run, p-limit, p-queue, limits-run): the held slot is
+ * a task that waits for `release()`; queued waiters are `run(task)` calls.
+ */
+function runContender(run, queued) {
+  let releaseHeld;
+  const noop = () => {};
+  return {
+    hold() {
+      run(() => new Promise((r) => (releaseHeld = r)));
+      return new Promise((r) => setImmediate(r));
+    },
+    enqueue: (task) => run(task ?? noop),
+    release: () => releaseHeld(),
+    queued,
+  };
+}
+
 async function makeContender(name) {
   switch (name) {
     case 'semaphore':
@@ -98,17 +116,7 @@ async function makeContender(name) {
             release();
           }
         };
-        let releaseHeld;
-        const noop = () => {};
-        return {
-          hold() {
-            run(() => new Promise((r) => (releaseHeld = r)));
-            return new Promise((r) => setImmediate(r));
-          },
-          enqueue: (task) => run(task ?? noop),
-          release: () => releaseHeld(),
-          queued: () => queue.length - head,
-        };
+        return runContender(run, () => queue.length - head);
       }
       return {
         hold: () => acquire(),
@@ -126,32 +134,15 @@ async function makeContender(name) {
     case 'p-limit': {
       const { default: pLimit } = await import('p-limit');
       const limit = pLimit(1);
-      let releaseHeld;
-      const noop = () => {};
-      return {
-        hold() {
-          limit(() => new Promise((r) => (releaseHeld = r)));
-          return new Promise((r) => setImmediate(r));
-        },
-        enqueue: (task) => limit(task ?? noop),
-        release: () => releaseHeld(),
-        queued: () => limit.pendingCount,
-      };
+      return runContender(limit, () => limit.pendingCount);
     }
     case 'p-queue': {
       const { default: PQueue } = await import('p-queue');
       const queue = new PQueue({ concurrency: 1 });
-      let releaseHeld;
-      const noop = () => {};
-      return {
-        hold() {
-          queue.add(() => new Promise((r) => (releaseHeld = r)));
-          return new Promise((r) => setImmediate(r));
-        },
-        enqueue: (task) => queue.add(task ?? noop),
-        release: () => releaseHeld(),
-        queued: () => queue.size,
-      };
+      return runContender(
+        (task) => queue.add(task),
+        () => queue.size,
+      );
     }
     case 'limits-acquire':
     case 'limits-timeout':
@@ -184,17 +175,10 @@ async function makeContender(name) {
     case 'limits-run': {
       const { Limiter } = await importLimitsCore();
       const limiter = new Limiter({ limit: 1, maxQueued: 200_000 });
-      let releaseHeld;
-      const noop = () => {};
-      return {
-        hold() {
-          limiter.run(() => new Promise((r) => (releaseHeld = r)));
-          return new Promise((r) => setImmediate(r));
-        },
-        enqueue: (task) => limiter.run(task ?? noop),
-        release: () => releaseHeld(),
-        queued: () => limiter.queued,
-      };
+      return runContender(
+        (task) => limiter.run(task),
+        () => limiter.queued,
+      );
     }
   }
   throw new Error(`unknown contender ${name}`);
