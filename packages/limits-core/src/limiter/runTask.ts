@@ -38,8 +38,7 @@ export async function runUnderPermit<T>(
     settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
     throw error;
   }
-  if (hooks.classify === undefined && hooks.onSettled === undefined) permit.success();
-  else settle(permit, undefined, value, hooks);
+  settle(permit, undefined, value, hooks);
   return value;
 }
 
@@ -81,13 +80,15 @@ async function follow(
     failed = true;
     error = e;
   }
-  // As in runUnderPermit, an error while reporting the outcome (a throwing limit algorithm) becomes
-  // the caller's error.
+  // As in runUnderPermit, an error while reporting the outcome (a failing `onSettled` hook) becomes
+  // the caller's error rather than an unhandled rejection of this function with the caller waiting.
   try {
-    if (failed)
-      settle(permit, error ?? new Error('task rejected with undefined'), undefined, hooks);
-    else if (hooks.classify === undefined && hooks.onSettled === undefined) permit.success();
-    else settle(permit, undefined, value, hooks);
+    settle(
+      permit,
+      failed ? (error ?? new Error('task rejected with undefined')) : undefined,
+      value,
+      hooks,
+    );
   } catch (settleError) {
     resolve(Promise.reject(settleError));
     return;
@@ -95,7 +96,12 @@ async function follow(
   resolve(failed ? Promise.reject(error) : value);
 }
 
+/** Reports how the task ended on its permit; `error` is `undefined` when it resolved. */
 function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks): void {
+  if (error === undefined && hooks.classify === undefined && hooks.onSettled === undefined) {
+    permit.success(); // the common case, without classifying
+    return;
+  }
   hooks.onSettled?.();
   let outcome: Outcome | undefined;
   if (hooks.classify !== undefined) {
