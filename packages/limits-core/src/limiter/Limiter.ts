@@ -699,7 +699,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
   ): void {
-    runQueued(w, task, w.options?.signal, this.#runHooks(w.options), resolve);
+    const options = w.options;
+    runQueued(w, task, options?.signal, this.#runHooks(options), resolve);
   }
 
   #runHooks(options: AcquireOptions | undefined): RunHooks {

@@ -72,11 +72,6 @@ export class Waiter extends Permit {
     this.task = task;
   }
 
-  /** Bytes held while queued. */
-  get bytes(): number {
-    return this.extras === undefined ? 0 : this.extras.bytes;
-  }
-
   /** The caller's deadline (clock ms). */
   get deadline(): number {
     return this.extras === undefined ? Infinity : this.extras.deadline;
