@@ -1,3 +1,153 @@
+/**
+ * Option checking shared by every package: one message shape,
+ * `limits: option "<name>" must be <allowed>, got <value as given>`, with a TypeError for a wrong type
+ * and a RangeError for a value out of range. Strings are quoted in messages so `'5'` and `5` differ.
+ */
+
+/** Renders a value as the user wrote it, for error messages: strings quoted, objects by kind. */
+export function formatValue(value: unknown): string {
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'function') return 'a function';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== 'Object' ? `a ${name}` : 'an object';
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  return String(value);
+}
+
+/** Edit distance between two short strings (option names), for "did you mean" hints. */
+function distance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  let prev = Array.from({ length: y.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= x.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= y.length; j++) {
+      cur[j] = Math.min(
+        (prev[j] as number) + 1,
+        (cur[j - 1] as number) + 1,
+        (prev[j - 1] as number) + (x[i - 1] === y[j - 1] ? 0 : 1),
+      );
+    }
+    prev = cur;
+  }
+  return prev[y.length] as number;
+}
+
+/** The allowed name nearest to `key`, when it is close enough to be a likely typo. */
+export function nearestName(key: string, allowed: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const name of allowed) {
+    const d = distance(key, name);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = name;
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(best.length / 3))
+    ? best
+    : undefined;
+}
+
+/**
+ * Checks that `options` is `undefined` or a plain object whose keys are all in `allowed`.
+ * @param where - what the options configure, for the message (e.g. `"Limiter"`, `"acquire"`).
+ * @param prefix - the option path prefix (e.g. `"fairness."`), empty at top level.
+ * @throws TypeError when `options` is not an object, or names an unknown key (with the nearest valid name).
+ */
+export function checkKeys(
+  where: string,
+  options: unknown,
+  allowed: readonly string[],
+  prefix = '',
+): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(
+      `limits: ${prefix === '' ? `${where} options` : `option "${prefix.slice(0, -1)}"`} must be an object, got ${formatValue(options)}`,
+    );
+  }
+  for (const key in options) {
+    if (allowed.includes(key)) continue;
+    const near = nearestName(key, allowed);
+    throw new TypeError(
+      `limits: unknown option "${prefix}${key}" for ${where}${near === undefined ? `; allowed: ${allowed.join(', ')}` : `; did you mean "${prefix}${near}"?`}`,
+    );
+  }
+}
+
+/** Validates an optional boolean option. @throws TypeError naming the option. */
+export function checkBoolean(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(
+      `limits: option "${name}" must be true or false, got ${formatValue(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Validates an optional option that must be one of a few strings. @throws TypeError/RangeError naming the option. */
+export function checkOneOf<T extends string>(
+  name: string,
+  value: unknown,
+  fallback: T,
+  allowed: readonly T[],
+): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') {
+    throw new TypeError(
+      `limits: option "${name}" must be one of ${allowed.map((a) => `"${a}"`).join(', ')}, got ${formatValue(value)}`,
+    );
+  }
+  if (!allowed.includes(value as T)) {
+    throw new RangeError(
+      `limits: option "${name}" must be one of ${allowed.map((a) => `"${a}"`).join(', ')}, got ${formatValue(value)}`,
+    );
+  }
+  return value as T;
+}
+
+/** Validates an optional string option. @throws TypeError naming the option. */
+export function checkString(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') {
+    throw new TypeError(`limits: option "${name}" must be a string, got ${formatValue(value)}`);
+  }
+  return value;
+}
+
+/** Validates an optional AbortSignal. @throws TypeError naming the option. */
+export function checkSignal(name: string, value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    typeof (value as AbortSignal).aborted !== 'boolean' ||
+    typeof (value as AbortSignal).addEventListener !== 'function' ||
+    typeof (value as AbortSignal).removeEventListener !== 'function'
+  ) {
+    throw new TypeError(
+      `limits: option "${name}" must be an AbortSignal, got ${formatValue(value)}`,
+    );
+  }
+  return value as AbortSignal;
+}
+
+/** Validates an optional object option (not null, not an array). @throws TypeError naming the option. */
+export function checkObject<T extends object>(name: string, value: unknown): T | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(`limits: option "${name}" must be an object, got ${formatValue(value)}`);
+  }
+  return value as T;
+}
+
 /** Range accepted by {@link checkNumber}. */
 export interface NumberRange {
   /** Lowest allowed value (inclusive unless `minExclusive`). */
@@ -36,7 +186,7 @@ export function checkNumber(
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || Number.isNaN(value)) {
     throw new TypeError(
-      `limits: option "${name}" must be ${describe(range)}, got ${String(value)}`,
+      `limits: option "${name}" must be ${describe(range)}, got ${formatValue(value)}`,
     );
   }
   const infinite = !Number.isFinite(value);
@@ -46,7 +196,9 @@ export function checkNumber(
     (range.min !== undefined && (range.minExclusive ? value <= range.min : value < range.min)) ||
     (range.max !== undefined && value > range.max);
   if (bad) {
-    throw new RangeError(`limits: option "${name}" must be ${describe(range)}, got ${value}`);
+    throw new RangeError(
+      `limits: option "${name}" must be ${describe(range)}, got ${formatValue(value)}`,
+    );
   }
   return value;
 }
@@ -100,7 +252,7 @@ function checkLimitBounds(
 export function checkFunction<T>(name: string, value: unknown): T | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'function') {
-    throw new TypeError(`limits: option "${name}" must be a function, got ${typeof value}`);
+    throw new TypeError(`limits: option "${name}" must be a function, got ${formatValue(value)}`);
   }
   return value as T;
 }
