@@ -18,5 +18,13 @@ export default defineConfig({
       : ['default'],
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
+    // `npm test` runs `vitest run --coverage` (the package's test script); the threshold fails the run.
+    coverage: {
+      provider: 'v8',
+      include: ['src/**/*.ts'],
+      exclude: ['src/**/*.test.ts'],
+      reporter: ['text-summary', ['json-summary', { file: 'coverage-summary.json' }]],
+      thresholds: { lines: 85 },
+    },
   },
 });

@@ -1,3 +1,6 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// Permit has a [Symbol.dispose] method: the reference above keeps the published Permit.d.ts
+// typechecking for users whose lib lacks ESNext.Disposable (and who have no @types/node).
 import type { Outcome } from './outcome.js';
 
 /** @internal What a permit reports back to: the limiter that granted it. */
