@@ -15,20 +15,27 @@ export interface Sample {
 
 /**
  * A limit algorithm: pure, no timers, no requests. It is fed samples and answers the limit.
- * A custom algorithm is any object with `limit` and `update`.
+ * A custom algorithm is any object with `limit` and `update`. After each measured call the limiter
+ * calls `update(sample)` and then reads `limit`; it does not use `update`'s return value.
  *
  * @example
  * ```ts
- * const halfOnDrop: LimitAlgorithm = {
- *   limit: 20,
- *   update(s) { this.limit = s.dropped ? Math.max(1, this.limit / 2) : Math.min(100, this.limit + 0.1); return this.limit; },
- * };
+ * class HalveOnDrop implements LimitAlgorithm {
+ *   limit = 20;
+ *   update(s: Sample): number {
+ *     this.limit = s.dropped ? Math.max(1, this.limit / 2) : Math.min(100, this.limit + 1 / this.limit);
+ *     return this.limit;
+ *   }
+ * }
  * ```
  */
 export interface LimitAlgorithm {
-  /** The current limit (may be fractional; the limiter uses its floor). */
+  /** The current limit (may be fractional; the limiter uses its floor). The limiter reads it after every `update`. */
   readonly limit: number;
-  /** Feeds one sample and returns the new limit. */
+  /**
+   * Feeds one sample and returns the new limit (the same value `limit` now reads). The return value is
+   * for callers that drive the algorithm by hand (tests, a wrapping algorithm); the limiter reads `limit`.
+   */
   update(sample: Sample): number;
   /** Why the last `update` decided what it did, if the algorithm explains itself. */
   readonly lastDecision?: LimitDecision;
