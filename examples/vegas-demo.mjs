@@ -1,9 +1,12 @@
 // A limiter in front of a simulated downstream that slows down, then recovers.
 //
-// The downstream serves 20 calls at once in 20 ms; past 20 in flight, calls queue inside it and
-// take longer (20 ms × in-flight / 20). From second 3 to second 6 its base latency jumps to 400 ms.
-// 100 workers call it as fast as they can through a Vegas-limited limiter; a call the limiter
-// refuses falls back at once. Watch the limit find ~20, drop during the slowdown, and come back.
+// The downstream serves 20 calls at once in 20 ms (1,000 calls/s); past 20 in flight, calls queue inside
+// it and take longer (20 ms × in-flight / 20). From second 3 to second 6 its base latency jumps to 400 ms.
+// Requests arrive at a steady 1,500 per second, more than it can serve, whatever happens to earlier ones
+// (an open loop, like users hitting a service); each goes through a Vegas-limited limiter, and a request
+// the limiter refuses falls back at once (a real service would answer from a cache). Watch the limit find
+// ~20, drop during the slowdown, and come back. The closing line counts requests: each is either served
+// by the downstream or falls back, once.
 //
 // Run: node vegas-demo.mjs            (about 10 s)
 //      node vegas-demo.mjs --quick    (about 2 s, used by the test suite)
@@ -48,28 +51,42 @@ limiter.on('limit', (e) => {
   );
 });
 
-let ok = 0;
-let fallback = 0;
-async function worker() {
-  while (elapsed() < seconds) {
-    try {
-      await limiter.run(downstream);
-      ok++;
-    } catch (error) {
-      if (!(error instanceof LimitExceededError)) throw error;
-      fallback++; // a real service would serve a cached or degraded answer here
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+const RATE = 1500; // requests per second offered
+let served = 0;
+let fellBack = 0;
+const requests = [];
+
+/** One request: served by the downstream through the limiter, or refused at once and served by a fallback. */
+async function request() {
+  try {
+    await limiter.run(downstream);
+    served++;
+  } catch (error) {
+    if (!(error instanceof LimitExceededError)) throw error;
+    fellBack++; // a real service would serve a cached or degraded answer here
   }
 }
 
 console.log(
-  `downstream: capacity ${CAPACITY} in flight, 20 ms (400 ms from ${spike[0]}s to ${spike[1]}s)`,
+  `downstream: capacity ${CAPACITY} in flight, 20 ms (400 ms from ${spike[0]}s to ${spike[1]}s); ` +
+    `${RATE} requests/s offered`,
 );
-await Promise.all(Array.from({ length: 100 }, worker));
+// Every 5 ms, start the requests that are due by now.
+await new Promise((resolve) => {
+  const tick = setInterval(() => {
+    const t = elapsed();
+    const due = Math.floor(Math.min(t, seconds) * RATE);
+    while (requests.length < due) requests.push(request());
+    if (t >= seconds) {
+      clearInterval(tick);
+      resolve();
+    }
+  }, 5);
+});
+await Promise.all(requests);
 await limiter.close();
 console.log(
-  `done in ${elapsed().toFixed(1)}s: ${ok} calls served, ${fallback} fell back at once, ` +
-    `peak in flight at the downstream ${peakInflight} (100 workers), final limit ${limiter.limit}`,
+  `done in ${elapsed().toFixed(1)}s: ${requests.length} requests, ${served} served by the downstream, ` +
+    `${fellBack} fell back at once; peak in flight at the downstream ${peakInflight}, final limit ${limiter.limit}`,
 );
-if (ok === 0) process.exitCode = 1;
+if (served === 0 || served + fellBack !== requests.length) process.exitCode = 1;
