@@ -16,6 +16,8 @@
 //     ```
 //
 // A preamble may span several lines. Keep preambles to declarations: the block itself is the example.
+// A `js` block is checked as an .mjs file (`// @ts-check`), so its preamble must be JavaScript (JSDoc types:
+// `/** @type {string} */ const API = '';`), not `declare`.
 // Errors are reported as README path:line.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -134,7 +136,10 @@ try {
     const mapped = out.replace(/^([^\s(]+)\((\d+),(\d+)\)/gm, (all, file, line, col) => {
       const o = origin.get(file.split(/[\\/]/).pop());
       if (o === undefined) return all;
-      return `${o.readme}:${o.line + Number(line) - 1 - o.preambleLines}:${col}`;
+      const inBlock = Number(line) - o.preambleLines;
+      return inBlock >= 1
+        ? `${o.readme}:${o.line + inBlock - 1}:${col}`
+        : `${o.readme}:${o.line - 1} (the preamble before the block)`;
     });
     console.error(`check-readme-blocks: README code blocks that do not typecheck:\n${mapped}`);
     process.exitCode = 1;

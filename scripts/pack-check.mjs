@@ -67,6 +67,14 @@ try {
     const manifest = sh('tar', ['-xOzf', tarballs[name], 'package/package.json'], tarDir);
     if (manifest.includes('workspace:'))
       fail(`${name}'s packed package.json keeps a workspace: range`);
+    const pkg = JSON.parse(manifest);
+    if (name === 'limits-breaker') {
+      // One copy of limits-core, the application's: a peer with a range, not a pinned dependency.
+      const peer = pkg.peerDependencies?.['limits-core'];
+      if (!/^\^\d/.test(peer ?? '')) fail(`limits-breaker's peer range for limits-core is ${peer}`);
+      if (pkg.dependencies?.['limits-core'] !== undefined)
+        fail('limits-breaker depends on limits-core');
+    }
   }
 
   // 2. A scratch project that installs the tarballs.
