@@ -58,6 +58,9 @@ export interface GradientLimitOptions extends NoLoadRttOptions {
   longCap?: number;
 }
 
+/** The range of a `queueAllowance` function's answer (kept here: checked on every update). */
+const NON_NEGATIVE = { min: 0 };
+
 /** Lowest gradient: a sample can at most cut the level it was admitted at to this share. */
 const MIN_GRADIENT = 0.25;
 
@@ -134,7 +137,8 @@ export class GradientLimit implements LimitAlgorithm {
       const fn = checkFunction<(l: number) => number>('gradient.queueAllowance', qa) as (
         l: number,
       ) => number;
-      this.#allowance = (l) => checkNumber('gradient.queueAllowance(limit)', fn(l), 0, { min: 0 });
+      this.#allowance = (l) =>
+        checkNumber('gradient.queueAllowance(limit)', fn(l), 0, NON_NEGATIVE);
     } else {
       const n = checkNumber('gradient.queueAllowance', qa, 4, { min: 0 });
       this.#allowance = () => n;

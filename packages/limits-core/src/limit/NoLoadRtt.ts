@@ -85,7 +85,10 @@ export type ProbeState = 'none' | 'dip' | 'end';
  * shallow dip cannot make the baseline drift upward.
  */
 export class NoLoadRtt {
-  /** The current baseline in ms; `Infinity` before the first sample. */
+  /**
+   * The current baseline in ms, always > 0; `Infinity` until the first positive, finite RTT (RTTs of 0,
+   * which a millisecond clock reports for fast calls, never become the baseline).
+   */
   value = Infinity;
   /** The limit to hold while a probe dip is running. */
   dipLimit = 0;
