@@ -23,8 +23,14 @@ describe('option validation', () => {
       () => new VegasLimit({ alpha: -1 }),
       /"vegas.alpha" must be a number in \[0, Infinity\), got -1/,
     ],
-    [() => new VegasLimit({ alpha: 7 }), /"vegas.alpha" \(7\) must be ≤ "vegas.beta" \(6\)/],
-    [() => new VegasLimit({ initialLimit: 5000 }), /"vegas.initialLimit" must be in \[1, 1000\]/],
+    [
+      () => new VegasLimit({ alpha: 7, beta: 6 }),
+      /"vegas.alpha" \(7\) must be ≤ "vegas.beta" \(6\)/,
+    ],
+    [
+      () => new VegasLimit({ initialLimit: 5000, maxLimit: 1000 }),
+      /"vegas.initialLimit" must be in \[1, 1000\]/,
+    ],
     [
       () => new VegasLimit({ smoothing: 0 }),
       /"vegas.smoothing" must be a number in \(0, 1\], got 0/,
@@ -49,7 +55,7 @@ describe('option validation', () => {
       /"probe.probeDepth" must be a number in \(0, 1\], got 2/,
     ],
     [
-      () => new WindowedLimit(new FixedLimit(1), { minSamples: 200 }),
+      () => new WindowedLimit(new FixedLimit(1), { minSamples: 200, maxSamples: 100 }),
       /"windowed.minSamples" must be an integer in \[1, 100\]/,
     ],
   ])('bad options throw an error naming the option and the range (%#)', (make, message) => {

@@ -1,14 +1,19 @@
-import { checkNumber } from '../internal/validate.js';
+import { checkBoolean, checkKeys, checkNumber } from '../internal/validate.js';
+
+const KEYS = ['factor', 'floor', 'ceiling', 'initial', 'perByte', 'maxKinds'] as const;
 
 /** Options of {@link CostEstimator}. */
 export interface CostEstimatorOptions {
   /** Weight of a new observation in the exponential average, in (0, 1]. @default 0.2 */
   factor?: number;
-  /** Lowest estimate (also the estimate of a kind never observed, unless `initial` says otherwise). @default 1 */
+  /**
+   * Lowest estimate, ≥ 0 (also the estimate of a kind never observed, unless `initial` says otherwise).
+   * @default `min(1, ceiling)`
+   */
   floor?: number;
-  /** Highest estimate; keeps one pathological request from skewing a kind. @default 60000 */
+  /** Highest estimate, > 0 and ≥ `floor`; keeps one pathological request from skewing a kind. @default `max(60000, floor)` */
   ceiling?: number;
-  /** Estimate of a kind before its first observation. @default floor */
+  /** Estimate of a kind before its first observation, in `[floor, ceiling]`. @default floor */
   initial?: number;
   /**
    * Estimate per input byte: the average is kept of `actual / bytes`, and an estimate is that times
@@ -50,20 +55,31 @@ export class CostEstimator {
   /** Highest estimate. */
   readonly ceiling: number;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
+   *   for an unknown option (with the nearest valid name).
+   */
   constructor(options: CostEstimatorOptions = {}) {
+    checkKeys('CostEstimator', options, KEYS, 'costs.');
     this.#factor = checkNumber('costs.factor', options.factor, 0.2, {
       min: 0,
       max: 1,
       minExclusive: true,
     });
-    this.#floor = checkNumber('costs.floor', options.floor, 1, { min: 0 });
-    this.ceiling = checkNumber('costs.ceiling', options.ceiling, 60000, { min: this.#floor });
+    const floor = checkNumber('costs.floor', options.floor, Number.NaN, { min: 0 });
+    const noFloor = Number.isNaN(floor) || floor === 0;
+    const ceiling = checkNumber('costs.ceiling', options.ceiling, Number.NaN, {
+      min: noFloor ? 0 : floor,
+      minExclusive: noFloor,
+    });
+    // A default fits the value given.
+    this.#floor = Number.isNaN(floor) ? Math.min(1, Number.isNaN(ceiling) ? 1 : ceiling) : floor;
+    this.ceiling = Number.isNaN(ceiling) ? Math.max(60000, this.#floor) : ceiling;
     this.#initial = checkNumber('costs.initial', options.initial, this.#floor, {
       min: this.#floor,
       max: this.ceiling,
     });
-    this.#perByte = options.perByte ?? false;
+    this.#perByte = checkBoolean('costs.perByte', options.perByte, false);
     this.#maxKinds = checkNumber('costs.maxKinds', options.maxKinds, 1000, {
       min: 1,
       integer: true,

@@ -211,23 +211,34 @@ export interface LimitBoundsOptions {
 }
 
 /**
- * Validates `initialLimit`, `minLimit` and `maxLimit` (defaults 20, 1, 1000, each ≥ 1) and that
- * `min ≤ initial ≤ max`.
+ * Validates `initialLimit`, `minLimit` and `maxLimit` (each a number ≥ 1) and that
+ * `min ≤ initial ≤ max`. A default never contradicts what the user gave: `minLimit` defaults to 1,
+ * `maxLimit` to `max(1000, minLimit, initialLimit)`, `initialLimit` to 20 clamped into
+ * `[minLimit, maxLimit]` (so `{ maxLimit: 8 }` starts at 8). Only two explicit values that
+ * contradict each other are refused.
  * @throws RangeError/TypeError naming the option (prefixed by `owner`) and the range.
  */
 export function checkLimits(
   owner: string,
   options: LimitBoundsOptions,
 ): { initial: number; min: number; max: number } {
-  const initial = checkNumber(`${owner}.initialLimit`, options.initialLimit, 20, { min: 1 });
-  const min = checkNumber(`${owner}.minLimit`, options.minLimit, 1, { min: 1 });
-  const max = checkNumber(`${owner}.maxLimit`, options.maxLimit, 1000, { min: 1 });
-  checkLimitBounds(owner, initial, min, max);
+  const range = { min: 1 };
+  const given = checkNumber(`${owner}.initialLimit`, options.initialLimit, Number.NaN, range);
+  const givenMin = checkNumber(`${owner}.minLimit`, options.minLimit, Number.NaN, range);
+  const givenMax = checkNumber(`${owner}.maxLimit`, options.maxLimit, Number.NaN, range);
+  checkLimitBounds(owner, given, givenMin, givenMax);
+  const min = Number.isNaN(givenMin) ? 1 : givenMin;
+  const max = Number.isNaN(givenMax)
+    ? Math.max(1000, min, Number.isNaN(given) ? 0 : given)
+    : givenMax;
+  const initial = Number.isNaN(given) ? clamp(20, min, max) : given;
   return { initial, min, max };
 }
 
 /**
- * Validates that `min ≤ initial ≤ max` for the three limit options shared by every algorithm.
+ * Validates that `min ≤ initial ≤ max` for the three limit options shared by every algorithm, among
+ * the values the user gave: `NaN` stands for a value not given, which is never in conflict (its
+ * default is fitted to the others).
  * @throws RangeError naming the option that breaks the order.
  */
 function checkLimitBounds(
@@ -242,8 +253,10 @@ function checkLimitBounds(
     );
   }
   if (initialLimit < minLimit || initialLimit > maxLimit) {
+    const lo = Number.isNaN(minLimit) ? 1 : minLimit;
+    const hi = Number.isNaN(maxLimit) ? 'Infinity)' : `${maxLimit}]`;
     throw new RangeError(
-      `limits: option "${owner}.initialLimit" must be in [${minLimit}, ${maxLimit}] (minLimit..maxLimit), got ${initialLimit}`,
+      `limits: option "${owner}.initialLimit" must be in [${lo}, ${hi} (minLimit..maxLimit), got ${initialLimit}`,
     );
   }
 }

@@ -1,13 +1,24 @@
-import { checkLimits, checkNumber, clamp } from '../internal/validate.js';
+import { checkBoolean, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+import { usableSample } from './usableSample.js';
+
+const KEYS = [
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'backoffRatio',
+  'increaseBy',
+  'timeoutMs',
+  'slowStart',
+] as const;
 
 /** Options of {@link AimdLimit}. */
 export interface AimdLimitOptions {
-  /** Starting limit. @default 20 */
+  /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
   initialLimit?: number;
-  /** Lowest limit. @default 1 */
+  /** Lowest limit, ≥ 1. @default 1 */
   minLimit?: number;
-  /** Highest limit. @default 1000 */
+  /** Highest limit, ≥ 1. @default `max(1000, minLimit, initialLimit)` */
   maxLimit?: number;
   /**
    * Multiplier applied on a drop, in [0.5, 1). 0.9 (Netflix's default) gives up 10 % per
@@ -60,8 +71,12 @@ export class AimdLimit implements LimitAlgorithm {
   #limit: number;
   #lastDecreaseAt = -Infinity;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
+   *   for an unknown option (with the nearest valid name).
+   */
   constructor(options: AimdLimitOptions = {}) {
+    checkKeys('AimdLimit', options, KEYS, 'aimd.');
     const { initial, min, max } = checkLimits('aimd', options);
     this.#minLimit = min;
     this.#maxLimit = max;
@@ -80,7 +95,7 @@ export class AimdLimit implements LimitAlgorithm {
       minExclusive: true,
       allowInfinity: true,
     });
-    this.#slowStart = options.slowStart ?? true;
+    this.#slowStart = checkBoolean('aimd.slowStart', options.slowStart, true);
     this.#limit = initial;
   }
 
@@ -95,7 +110,9 @@ export class AimdLimit implements LimitAlgorithm {
   }
 
   /** Feeds one sample; returns the new limit. */
-  update(sample: Sample): number {
+  update(input: Sample): number {
+    const sample = usableSample(input);
+    if (sample === undefined) return this.#limit;
     const L = this.#limit;
     let next = L;
     let reason: LimitReason;

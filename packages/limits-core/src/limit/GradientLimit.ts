@@ -1,34 +1,51 @@
-import { checkFunction, checkLimits, checkNumber, clamp } from '../internal/validate.js';
+import { checkFunction, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
 import { SlowStart } from './SlowStart.js';
+import { usableSample } from './usableSample.js';
+
+const KEYS = [
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'tolerance',
+  'queueAllowance',
+  'smoothing',
+  'shortWindow',
+  'longWindow',
+  'warmupSamples',
+  'longCap',
+  ...NO_LOAD_RTT_KEYS,
+] as const;
 
 /** Options of {@link GradientLimit}. */
 export interface GradientLimitOptions extends NoLoadRttOptions {
-  /** Starting limit. @default 20 */
+  /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
   initialLimit?: number;
-  /** Lowest limit (probe slots of the limiter are separate). @default 1 */
+  /** Lowest limit, ≥ 1 (probe slots of the limiter are separate). @default 1 */
   minLimit?: number;
-  /** Highest limit. @default 1000 */
+  /** Highest limit, ≥ 1. @default `max(1000, minLimit, initialLimit)` */
   maxLimit?: number;
   /**
    * How much queueing delay is tolerated before the limit falls: the gradient is
    * `tolerance × longRtt / shortRtt`. Netflix publishes 1.5, which settles near 1.5 × capacity;
-   * 1.2 keeps the limit within ≈ 25 % of capacity and still ignores ordinary jitter.
-   * @default 1.2
+   * 1.1 keeps the limit within ≈ 25 % of capacity and still ignores ordinary jitter. ≥ 1.
+   * @default 1.1
    */
   tolerance?: number;
   /**
    * Requests allowed to queue at the downstream, added on every update (the growth term):
-   * a number or a function of the current limit. At equilibrium `limit ≈ tolerance × capacity + allowance`.
+   * a number ≥ 0 or a function of the current limit returning one (a function that returns anything
+   * else makes `update` throw a RangeError, which the limiter reports on its `error` event).
+   * At equilibrium `limit ≈ tolerance × capacity + allowance`.
    * @default 4
    */
   queueAllowance?: number | ((limit: number) => number);
   /** Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. @default 0.2 */
   smoothing?: number;
-  /** Samples in the short RTT average (exponential). 1 = the sample itself. @default 5 */
+  /** Samples in the short RTT average (exponential). 1 = the sample itself. @default `min(5, longWindow)` */
   shortWindow?: number;
-  /** Samples in the long RTT average (exponential), Netflix's 600. @default 600 */
+  /** Samples in the long RTT average (exponential), Netflix's 600. @default `max(600, shortWindow)` */
   longWindow?: number;
   /** Samples before the first decision (the averages warm up). @default 10 */
   warmupSamples?: number;
@@ -40,6 +57,9 @@ export interface GradientLimitOptions extends NoLoadRttOptions {
    */
   longCap?: number;
 }
+
+/** The range of a `queueAllowance` function's answer (kept here: checked on every update). */
+const NON_NEGATIVE = { min: 0 };
 
 /** Lowest gradient: a sample can at most cut the level it was admitted at to this share. */
 const MIN_GRADIENT = 0.25;
@@ -102,17 +122,23 @@ export class GradientLimit implements LimitAlgorithm {
   #estimate: number;
   readonly #slowStart: SlowStart;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
+   *   for an unknown option (with the nearest valid name).
+   */
   constructor(options: GradientLimitOptions = {}) {
+    checkKeys('GradientLimit', options, KEYS, 'gradient.');
     const { initial, min, max } = checkLimits('gradient', options);
     this.#minLimit = min;
     this.#maxLimit = max;
     this.#tolerance = checkNumber('gradient.tolerance', options.tolerance, 1.1, { min: 1 });
     const qa = options.queueAllowance;
     if (typeof qa === 'function') {
-      this.#allowance = checkFunction<(l: number) => number>('gradient.queueAllowance', qa) as (
+      const fn = checkFunction<(l: number) => number>('gradient.queueAllowance', qa) as (
         l: number,
       ) => number;
+      this.#allowance = (l) =>
+        checkNumber('gradient.queueAllowance(limit)', fn(l), 0, NON_NEGATIVE);
     } else {
       const n = checkNumber('gradient.queueAllowance', qa, 4, { min: 0 });
       this.#allowance = () => n;
@@ -122,19 +148,17 @@ export class GradientLimit implements LimitAlgorithm {
       max: 1,
       minExclusive: true,
     });
-    const shortWindow = checkNumber('gradient.shortWindow', options.shortWindow, 5, {
-      min: 1,
-      integer: true,
-    });
-    const longWindow = checkNumber('gradient.longWindow', options.longWindow, 600, {
-      min: 1,
-      integer: true,
-    });
-    if (shortWindow > longWindow) {
+    const whole = { min: 1, integer: true };
+    const short = checkNumber('gradient.shortWindow', options.shortWindow, Number.NaN, whole);
+    const long = checkNumber('gradient.longWindow', options.longWindow, Number.NaN, whole);
+    if (short > long) {
       throw new RangeError(
-        `limits: option "gradient.shortWindow" (${shortWindow}) must be ≤ "gradient.longWindow" (${longWindow})`,
+        `limits: option "gradient.shortWindow" (${short}) must be ≤ "gradient.longWindow" (${long})`,
       );
     }
+    // A default fits the value given.
+    const shortWindow = Number.isNaN(short) ? Math.min(5, Number.isNaN(long) ? 5 : long) : short;
+    const longWindow = Number.isNaN(long) ? Math.max(600, shortWindow) : long;
     this.#warmup = checkNumber('gradient.warmupSamples', options.warmupSamples, 10, {
       min: 0,
       integer: true,
@@ -163,7 +187,9 @@ export class GradientLimit implements LimitAlgorithm {
   }
 
   /** Feeds one sample; returns the new limit. */
-  update(sample: Sample): number {
+  update(input: Sample): number {
+    const sample = usableSample(input);
+    if (sample === undefined) return this.limit;
     const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
     const base = this.#noLoad.value;
     const L = this.#estimate;
@@ -189,7 +215,11 @@ export class GradientLimit implements LimitAlgorithm {
         this.#decide('warmup', sample, base, undefined, long);
         return this.limit;
       }
-      gradient = clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance);
+      // With a short average of 0 (rtt 0 from a millisecond clock) there is no sign of queueing.
+      gradient =
+        short > 0
+          ? clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance)
+          : this.#tolerance;
       next = n * gradient + this.#allowance(n);
       if (gradient >= 1 && this.#slowStart.active) next = Math.max(next, 2 * n);
       // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
@@ -203,7 +233,8 @@ export class GradientLimit implements LimitAlgorithm {
       reason = 'app-limited';
     }
     next = clamp(next, this.#minLimit, this.#maxLimit);
-    this.#estimate = L + this.#smoothing * (next - L);
+    const estimate = L + this.#smoothing * (next - L);
+    if (Number.isFinite(estimate)) this.#estimate = estimate;
     if (sample.dropped) this.#slowStart.drop(L);
     else
       this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);

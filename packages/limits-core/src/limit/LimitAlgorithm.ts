@@ -5,7 +5,10 @@
 export interface Sample {
   /** When the call started (clock ms); `startTime + rtt` is when it ended. */
   startTime: number;
-  /** Round-trip time of the call in ms. */
+  /**
+   * Round-trip time of the call in ms, ≥ 0. It is often exactly 0 (a millisecond clock such as
+   * `Date.now` measures fast calls as 0 ms) or below a microsecond: an algorithm must handle both.
+   */
   rtt: number;
   /** Units in flight when the call was admitted, itself included. */
   inflight: number;
@@ -15,8 +18,8 @@ export interface Sample {
 
 /**
  * A limit algorithm: pure, no timers, no requests. It is fed samples and answers the limit.
- * A custom algorithm is any object with `limit` and `update`. After each measured call the limiter
- * calls `update(sample)` and then reads `limit`; it does not use `update`'s return value.
+ * A custom algorithm is any object with a numeric `limit` and an `update` method; the limiter checks
+ * both when it is built (`limit` finite and ≥ 0) and reads `limit` after each `update`.
  *
  * @example
  * ```ts
@@ -30,11 +33,11 @@ export interface Sample {
  * ```
  */
 export interface LimitAlgorithm {
-  /** The current limit (may be fractional; the limiter uses its floor). The limiter reads it after every `update`. */
+  /** The current limit, finite and ≥ 0 (may be fractional; the limiter uses its floor). */
   readonly limit: number;
   /**
-   * Feeds one sample and returns the new limit (the same value `limit` now reads). The return value is
-   * for callers that drive the algorithm by hand (tests, a wrapping algorithm); the limiter reads `limit`.
+   * Feeds one sample and returns the new limit. The limiter reads `limit` afterwards; the return
+   * value is for callers that drive an algorithm directly.
    */
   update(sample: Sample): number;
   /** Why the last `update` decided what it did, if the algorithm explains itself. */

@@ -1,6 +1,16 @@
 import type { Random } from '../internal/random.js';
-import { checkFunction, checkNumber } from '../internal/validate.js';
+import { checkFunction, checkKeys, checkNumber } from '../internal/validate.js';
 import type { Sample } from './LimitAlgorithm.js';
+
+/** @internal The option names of {@link NoLoadRttOptions} (the delay-based algorithms take them too). */
+export const NO_LOAD_RTT_KEYS = [
+  'probeMultiplier',
+  'recheckMultiplier',
+  'probeDepth',
+  'minProbeDepth',
+  'probeSamples',
+  'random',
+] as const;
 
 /** Options of {@link NoLoadRtt}. */
 export interface NoLoadRttOptions {
@@ -20,15 +30,15 @@ export interface NoLoadRttOptions {
   recheckMultiplier?: number;
   /**
    * Depth of a normal dip: the limit falls to `floor(limit × probeDepth)` while probing. Half the
-   * limit is below the downstream's capacity whenever the limit sits near it.
-   * @default 0.5
+   * limit is below the downstream's capacity whenever the limit sits near it. In (0, 1].
+   * @default `max(0.5, minProbeDepth)`
    */
   probeDepth?: number;
   /**
    * Deepest dip, used when probes keep moving the baseline (each move halves the depth down to
    * this). A rise measured at this depth is trusted in full; a rise at a shallower dip is capped
-   * at ×2 per probe, so queueing at a shallow dip cannot inflate the baseline.
-   * @default 0.125
+   * at ×2 per probe, so queueing at a shallow dip cannot inflate the baseline. In (0, probeDepth].
+   * @default `min(0.125, probeDepth)`
    */
   minProbeDepth?: number;
   /**
@@ -47,6 +57,14 @@ export interface NoLoadRttOptions {
  * standing queue of `noise × limit` in Vegas' estimate).
  */
 const DESCEND = 0.9;
+
+/**
+ * Only a positive, finite RTT can be a baseline: 0 (a millisecond clock) would make every later RTT
+ * look like infinite queueing.
+ */
+function rttUsable(rtt: number): boolean {
+  return rtt > 0 && rtt < Infinity;
+}
 
 /** What {@link NoLoadRtt.observe} tells the algorithm to do with the current sample. */
 export type ProbeState = 'none' | 'dip' | 'end';
@@ -67,7 +85,10 @@ export type ProbeState = 'none' | 'dip' | 'end';
  * shallow dip cannot make the baseline drift upward.
  */
 export class NoLoadRtt {
-  /** The current baseline in ms; `Infinity` before the first sample. */
+  /**
+   * The current baseline in ms, always > 0; `Infinity` until the first positive, finite RTT (RTTs of 0,
+   * which a millisecond clock reports for fast calls, never become the baseline).
+   */
   value = Infinity;
   /** The limit to hold while a probe dip is running. */
   dipLimit = 0;
@@ -90,8 +111,13 @@ export class NoLoadRtt {
   #probeSeen = 0;
   readonly #probeRtts: number[] = [];
 
-  /** @throws RangeError naming an option out of range. */
+  /**
+   * @param owner - the option prefix in messages; an algorithm passes its own (with its options,
+   *   whose keys it checks itself). Standalone (`'probe'`), unknown keys are refused here.
+   * @throws RangeError/TypeError naming an option out of range or of the wrong type, or unknown.
+   */
   constructor(options: NoLoadRttOptions = {}, owner = 'probe') {
+    if (owner === 'probe') checkKeys('NoLoadRtt', options, NO_LOAD_RTT_KEYS, 'probe.');
     this.#probeMultiplier = checkNumber(`${owner}.probeMultiplier`, options.probeMultiplier, 30, {
       min: 1,
     });
@@ -101,16 +127,17 @@ export class NoLoadRtt {
       2,
       { min: 1 },
     );
-    this.#probeDepth = checkNumber(`${owner}.probeDepth`, options.probeDepth, 0.5, {
-      min: 0,
-      max: 1,
-      minExclusive: true,
-    });
-    this.#minProbeDepth = checkNumber(`${owner}.minProbeDepth`, options.minProbeDepth, 0.125, {
-      min: 0,
-      max: this.#probeDepth,
-      minExclusive: true,
-    });
+    const unit = { min: 0, max: 1, minExclusive: true };
+    const depth = checkNumber(`${owner}.probeDepth`, options.probeDepth, Number.NaN, unit);
+    const minDepth = checkNumber(`${owner}.minProbeDepth`, options.minProbeDepth, Number.NaN, unit);
+    if (minDepth > depth) {
+      throw new RangeError(
+        `limits: option "${owner}.minProbeDepth" (${minDepth}) must be ≤ "${owner}.probeDepth" (${depth})`,
+      );
+    }
+    // A default fits the value given.
+    this.#probeDepth = Number.isNaN(depth) ? Math.max(0.5, minDepth || 0) : depth;
+    this.#minProbeDepth = Number.isNaN(minDepth) ? Math.min(0.125, this.#probeDepth) : minDepth;
     this.#probeSamples = checkNumber(`${owner}.probeSamples`, options.probeSamples, 5, {
       min: 1,
       max: 1000,
@@ -133,7 +160,7 @@ export class NoLoadRtt {
    */
   observe(sample: Sample, limit: number, minLimit: number): ProbeState {
     const rtt = sample.rtt;
-    if (!sample.dropped && rtt > 0) {
+    if (!sample.dropped && rttUsable(rtt)) {
       if (rtt < this.#low1) {
         this.#low2 = this.#low1;
         this.#low1 = rtt;
@@ -149,7 +176,7 @@ export class NoLoadRtt {
     if (this.#untilProbe > 1e-9) return 'none';
     this.#probing = true;
     this.#valueAtProbe = this.value;
-    this.#probeStart = sample.startTime + rtt;
+    this.#probeStart = sample.startTime + (rttUsable(rtt) ? rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
     this.dipLimit = Math.max(minLimit, Math.floor(limit * this.#depth));
@@ -160,6 +187,7 @@ export class NoLoadRtt {
     this.#probeSeen++;
     if (
       !sample.dropped &&
+      rttUsable(sample.rtt) &&
       sample.startTime >= this.#probeStart &&
       sample.inflight <= this.dipLimit
     ) {

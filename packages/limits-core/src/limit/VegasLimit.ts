@@ -1,15 +1,27 @@
-import { checkLimits, checkNumber, clamp } from '../internal/validate.js';
+import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
 import { SlowStart } from './SlowStart.js';
+import { usableSample } from './usableSample.js';
+
+const KEYS = [
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'smoothing',
+  'alpha',
+  'beta',
+  'threshold',
+  ...NO_LOAD_RTT_KEYS,
+] as const;
 
 /** Options of {@link VegasLimit}. */
 export interface VegasLimitOptions extends NoLoadRttOptions {
-  /** Starting limit. @default 20 */
+  /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
   initialLimit?: number;
-  /** Lowest limit the algorithm answers (probe slots of the limiter are separate). @default 1 */
+  /** Lowest limit the algorithm answers, ≥ 1 (probe slots of the limiter are separate). @default 1 */
   minLimit?: number;
-  /** Highest limit. @default 1000 */
+  /** Highest limit, ≥ 1. @default `max(1000, minLimit, initialLimit)` */
   maxLimit?: number;
   /**
    * Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. 1 applies each
@@ -19,16 +31,17 @@ export interface VegasLimitOptions extends NoLoadRttOptions {
   smoothing?: number;
   /**
    * The limit grows while the estimated queue is under `alpha × L10` requests (Netflix's 3: a few
-   * requests queued at the downstream keep it busy without adding much latency).
-   * @default 3
+   * requests queued at the downstream keep it busy without adding much latency). Must be in
+   * `[threshold, beta]`.
+   * @default 3 (fitted into `[threshold, beta]` when those are given)
    */
   alpha?: number;
-  /** The limit falls while the estimated queue is over `beta × L10` requests (Netflix's 6). @default 6 */
+  /** The limit falls while the estimated queue is over `beta × L10` requests (Netflix's 6). @default `max(6, alpha)` */
   beta?: number;
   /**
    * With an estimated queue at or under `threshold × L10` (no queue at all), growth is fast:
-   * `beta × L10` per round instead of `L10` (Netflix's 1).
-   * @default 1
+   * `beta × L10` per round instead of `L10` (Netflix's 1). Must be ≤ `alpha`.
+   * @default `min(1, alpha)`
    */
   threshold?: number;
 }
@@ -82,8 +95,12 @@ export class VegasLimit implements LimitAlgorithm {
   #rttCount = 0;
   readonly #slowStart: SlowStart;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
+   *   for an unknown option (with the nearest valid name).
+   */
   constructor(options: VegasLimitOptions = {}) {
+    checkKeys('VegasLimit', options, KEYS, 'vegas.');
     const { initial, min, max } = checkLimits('vegas', options);
     this.#minLimit = min;
     this.#maxLimit = max;
@@ -92,19 +109,29 @@ export class VegasLimit implements LimitAlgorithm {
       max: 1,
       minExclusive: true,
     });
-    this.#alpha = checkNumber('vegas.alpha', options.alpha, 3, { min: 0 });
-    this.#beta = checkNumber('vegas.beta', options.beta, 6, { min: 0 });
-    this.#threshold = checkNumber('vegas.threshold', options.threshold, 1, { min: 0 });
-    if (this.#alpha > this.#beta) {
+    // A default fits the values given: threshold ≤ alpha ≤ beta.
+    const alpha = checkNumber('vegas.alpha', options.alpha, Number.NaN, { min: 0 });
+    const beta = checkNumber('vegas.beta', options.beta, Number.NaN, { min: 0 });
+    const threshold = checkNumber('vegas.threshold', options.threshold, Number.NaN, { min: 0 });
+    if (alpha > beta) {
       throw new RangeError(
-        `limits: option "vegas.alpha" (${this.#alpha}) must be ≤ "vegas.beta" (${this.#beta})`,
+        `limits: option "vegas.alpha" (${alpha}) must be ≤ "vegas.beta" (${beta})`,
       );
     }
-    if (this.#threshold > this.#alpha) {
+    if (threshold > alpha) {
       throw new RangeError(
-        `limits: option "vegas.threshold" (${this.#threshold}) must be ≤ "vegas.alpha" (${this.#alpha})`,
+        `limits: option "vegas.threshold" (${threshold}) must be ≤ "vegas.alpha" (${alpha})`,
       );
     }
+    if (threshold > beta) {
+      throw new RangeError(
+        `limits: option "vegas.threshold" (${threshold}) must be ≤ "vegas.beta" (${beta})`,
+      );
+    }
+    const lo = Number.isNaN(threshold) ? 0 : threshold;
+    this.#alpha = Number.isNaN(alpha) ? clamp(3, lo, Number.isNaN(beta) ? Infinity : beta) : alpha;
+    this.#beta = Number.isNaN(beta) ? Math.max(6, this.#alpha) : beta;
+    this.#threshold = Number.isNaN(threshold) ? Math.min(1, this.#alpha) : threshold;
     this.#noLoad = new NoLoadRtt(options, 'vegas');
     this.#estimate = initial;
     this.#slowStart = new SlowStart(this.#maxLimit);
@@ -126,7 +153,9 @@ export class VegasLimit implements LimitAlgorithm {
   }
 
   /** Feeds one sample; returns the new limit. */
-  update(sample: Sample): number {
+  update(input: Sample): number {
+    const sample = usableSample(input);
+    if (sample === undefined) return this.limit;
     const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
     const base = this.#noLoad.value;
     const L = this.#estimate;
@@ -146,7 +175,8 @@ export class VegasLimit implements LimitAlgorithm {
         this.#decide(probe === 'dip' ? 'probe' : 'probe-end', sample, base);
         return this.limit;
       }
-      queue = Math.ceil(L * (1 - base / this.#rttAvg));
+      // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
+      queue = base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
       // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
       // the delay of the loop's own feedback) moves the limit by one step.
       const perSample = 1 / Math.max(1, L);
@@ -169,7 +199,8 @@ export class VegasLimit implements LimitAlgorithm {
       }
     }
     next = clamp(next, this.#minLimit, this.#maxLimit);
-    this.#estimate = (1 - this.#smoothing) * L + this.#smoothing * next;
+    const estimate = (1 - this.#smoothing) * L + this.#smoothing * next;
+    if (Number.isFinite(estimate)) this.#estimate = estimate;
     if (sample.dropped) this.#slowStart.drop(L);
     else
       this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);

@@ -1,5 +1,9 @@
-import { checkNumber } from '../internal/validate.js';
+import { checkKeys, checkNumber, formatValue } from '../internal/validate.js';
+import { checkAlgorithm } from './checkAlgorithm.js';
 import type { LimitAlgorithm, LimitDecision, Sample } from './LimitAlgorithm.js';
+import { usableSample } from './usableSample.js';
+
+const KEYS = ['windowMs', 'maxSamples', 'minSamples', 'aggregate'] as const;
 
 /** Options of {@link WindowedLimit}. */
 export interface WindowedLimitOptions {
@@ -9,9 +13,13 @@ export interface WindowedLimitOptions {
    * @default 1000
    */
   windowMs?: number;
-  /** A window also closes once it holds this many samples. @default 100 */
+  /** A window also closes once it holds this many samples, an integer ≥ 1. @default `max(100, minSamples)` */
   maxSamples?: number;
-  /** A closed window with fewer samples is skipped (too little data to judge). @default 10 */
+  /**
+   * A closed window with fewer samples is skipped (too little data to judge), an integer in
+   * `[1, maxSamples]`.
+   * @default `min(10, maxSamples)`
+   */
   minSamples?: number;
   /**
    * The aggregate RTT handed to the wrapped algorithm: a percentile in (0, 1] (0.99 = p99), or
@@ -49,34 +57,41 @@ export class WindowedLimit implements LimitAlgorithm {
 
   /**
    * @param delegate - the algorithm fed one sample per window.
-   * @throws RangeError/TypeError naming the option, the allowed range and the value given.
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
+   *   for an unknown option (with the nearest valid name).
    */
   constructor(delegate: LimitAlgorithm, options: WindowedLimitOptions = {}) {
-    if (!delegate || typeof delegate.update !== 'function' || typeof delegate.limit !== 'number') {
-      throw new TypeError(
-        'limits: WindowedLimit needs a LimitAlgorithm (an object with limit and update)',
-      );
-    }
-    this.delegate = delegate;
+    this.delegate = checkAlgorithm('windowed.delegate', delegate);
+    checkKeys('WindowedLimit', options, KEYS, 'windowed.');
     this.#windowMs = checkNumber('windowed.windowMs', options.windowMs, 1000, {
       min: 0,
       minExclusive: true,
       allowInfinity: true,
     });
-    this.#maxSamples = checkNumber('windowed.maxSamples', options.maxSamples, 100, {
-      min: 1,
-      integer: true,
-    });
-    this.#minSamples = checkNumber('windowed.minSamples', options.minSamples, 10, {
-      min: 1,
-      max: this.#maxSamples,
-      integer: true,
-    });
-    const agg = options.aggregate ?? 'average';
-    this.#percentile =
-      agg === 'average'
-        ? undefined
-        : checkNumber('windowed.aggregate', agg, 0.5, { min: 0, max: 1, minExclusive: true });
+    const whole = { min: 1, integer: true };
+    const max = checkNumber('windowed.maxSamples', options.maxSamples, Number.NaN, whole);
+    const min = checkNumber('windowed.minSamples', options.minSamples, Number.NaN, whole);
+    if (min > max) {
+      throw new RangeError(
+        `limits: option "windowed.minSamples" must be an integer in [1, ${max}] (≤ "windowed.maxSamples"), got ${min}`,
+      );
+    }
+    // A default fits the value given.
+    this.#maxSamples = Number.isNaN(max) ? Math.max(100, Number.isNaN(min) ? 0 : min) : max;
+    this.#minSamples = Number.isNaN(min) ? Math.min(10, this.#maxSamples) : min;
+    const agg = options.aggregate;
+    if (agg === undefined || agg === 'average') this.#percentile = undefined;
+    else if (typeof agg === 'number') {
+      this.#percentile = checkNumber('windowed.aggregate', agg, 0.5, {
+        min: 0,
+        max: 1,
+        minExclusive: true,
+      });
+    } else {
+      throw new TypeError(
+        `limits: option "windowed.aggregate" must be "average" or a number in (0, 1], got ${formatValue(agg)}`,
+      );
+    }
   }
 
   /** The wrapped algorithm's limit. */
@@ -95,7 +110,9 @@ export class WindowedLimit implements LimitAlgorithm {
   }
 
   /** Adds the sample to the window; feeds the delegate when the window closes. */
-  update(sample: Sample): number {
+  update(input: Sample): number {
+    const sample = usableSample(input);
+    if (sample === undefined) return this.delegate.limit;
     const end = sample.startTime + sample.rtt;
     if (this.#rtts.length === 0) this.#firstEnd = end;
     this.#rtts.push(sample.rtt);

@@ -10,16 +10,22 @@ export type QueueOrder = 'fifo' | 'lifo' | 'adaptive';
 
 /** CoDel-style queue timeout: see {@link LimiterOptions.codel}. */
 export interface CodelOptions {
-  /** The short maximum wait applied while a standing queue persists, in ms. */
-  targetMs: number;
-  /** How long the queue must stay non-empty before it counts as standing, in ms. */
-  intervalMs: number;
+  /** The short maximum wait applied while a standing queue persists, in ms, > 0. @default 5 */
+  targetMs?: number;
+  /** How long the queue must stay non-empty before it counts as standing, in ms, > 0. @default 100 */
+  intervalMs?: number;
 }
 
-/** Options of {@link Limiter}. */
+/**
+ * Options of {@link Limiter}. Every option is checked at construction: an unknown key is a TypeError
+ * naming the nearest valid one, a wrong type a TypeError, a value out of range a RangeError, each
+ * message naming the option, what it allows and the value given. The algorithm's bounds
+ * (`initialLimit`, `minLimit`, `maxLimit`) are options of the algorithm, not of the limiter.
+ */
 export interface LimiterOptions {
   /**
-   * The limit algorithm, or a number for a fixed limit.
+   * The limit algorithm, or a number for a fixed limit (an integer ≥ 1). An algorithm object must
+   * have an `update` function and a finite numeric `limit` ≥ 0 (and a `maxLimit` > 0, if any).
    * @default 20 (fixed)
    */
   limit?: LimitAlgorithm | number;
@@ -36,9 +42,13 @@ export interface LimiterOptions {
    * @default 0
    */
   maxQueued?: number;
-  /** Largest total `bytes` of queued waiters. @default Infinity */
+  /** Largest total `bytes` of queued waiters, > 0 or `Infinity`. @default Infinity */
   maxQueuedBytes?: number;
-  /** Longest time a waiter may stay queued, in ms; it then leaves with reason `expired`. @default Infinity */
+  /**
+   * Longest time a waiter may stay queued, in ms (> 0 or `Infinity`); it then leaves with reason
+   * `expired`.
+   * @default Infinity
+   */
   maxQueueWaitMs?: number;
   /**
    * `fifo` serves the oldest first; `lifo` the newest (the one whose caller most likely still waits);
@@ -48,19 +58,25 @@ export interface LimiterOptions {
    */
   queueOrder?: QueueOrder;
   /**
-   * How long the queue must stay non-empty to count as standing (adaptive order), in ms.
+   * How long the queue must stay non-empty to count as standing (adaptive order), in ms, ≥ 0.
    * @default codel.intervalMs, else 100
    */
   standingQueueMs?: number;
   /**
    * CoDel-style timeout: once the queue has not been empty for `intervalMs`, waiters older than
    * `targetMs` leave with reason `expired`, whatever their own deadline; a queue that keeps
-   * emptying uses the normal limits. Off by default.
+   * emptying uses the normal limits. Off when left out; `{}` turns it on with the defaults (5 ms,
+   * 100 ms). Anything but an object (`true`, `false`, `null`, a number) is a TypeError.
+   * @default off
    */
   codel?: CodelOptions;
-  /** Time source and timers (inject a fake one in tests). @default the system clock */
+  /**
+   * Time source and timers (inject a fake one in tests): an object with `now`, `setTimeout` and
+   * `clearTimeout` functions, checked at construction.
+   * @default the system clock
+   */
   clock?: Clock;
-  /** Outcome of a `run` task; see {@link defaultClassify}. */
+  /** Outcome of a `run` task, a function; see {@link defaultClassify}. @default defaultClassify */
   classify?: Classify;
   /**
    * A timer tick this many ms late marks an event-loop stall; samples that overlap one are not fed to
@@ -87,12 +103,24 @@ export interface LimiterOptions {
    * Fair queueing across tenants (the `tenant` acquire option): deficit round robin over per-tenant
    * queues, charging each request its `cost`, or — with an `estimator` — the estimated cost of its
    * `kind`, learned from how long calls of that kind really held their permit. Replaces `queueOrder`.
+   * Off when left out; `{}` turns it on with the defaults. Anything but an object (`true`, `false`,
+   * `null`, `0`, `''`) is a TypeError; unknown keys are refused as `"fairness.<key>"`.
+   * @default off
    */
   fairness?: FairnessOptions & {
-    /** Charges estimated costs instead of `cost`; `run` observes each call's duration into it. */
+    /**
+     * Charges estimated costs instead of `cost`; `run` observes each call's duration into it. A
+     * {@link CostEstimator}, or any object with `estimate` and `observe` functions (and a numeric
+     * `ceiling` > 0, if any), checked at construction.
+     */
     estimator?: CostEstimator;
   };
-  /** Priority queueing with aging (the `priority` acquire option). Replaces `queueOrder`. */
+  /**
+   * Priority queueing with aging (the `priority` acquire option). Replaces `queueOrder`; cannot be
+   * combined with `fairness`. Off when left out; `{}` turns it on with the defaults. Anything but an
+   * object is a TypeError; unknown keys are refused as `"priority.<key>"`.
+   * @default off
+   */
   priority?: PriorityOptions;
   /**
    * @internal Replaces the capacity check with an outside ledger (used by `PartitionedLimiter`);

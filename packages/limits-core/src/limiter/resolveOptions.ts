@@ -1,12 +1,20 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { type Clock, systemClock } from '../internal/clock.js';
-import { checkFunction, checkNumber } from '../internal/validate.js';
+import {
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  checkObject,
+  checkOneOf,
+  formatValue,
+} from '../internal/validate.js';
+import { checkAlgorithm } from '../limit/checkAlgorithm.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
-import { PriorityAging } from '../queue/PriorityAging.js';
+import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
-import type { CapacityGate, LimiterOptions, QueueOrder } from './options.js';
+import type { CapacityGate, CodelOptions, LimiterOptions, QueueOrder } from './options.js';
 import type { Classify } from './outcome.js';
 
 /** @internal Validated limiter options with their defaults applied. */
@@ -33,86 +41,232 @@ export interface ResolvedOptions {
 }
 
 const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
+const positive = { min: 0, minExclusive: true };
 
 /**
- * @internal Validates {@link LimiterOptions} and applies the defaults.
- * @throws RangeError/TypeError naming the option, the allowed range and the value given.
+ * @internal Every key {@link LimiterOptions} accepts (unknown keys are refused with the nearest one).
+ * An option added to `LimiterOptions` must be added here, and to the README's options table.
+ */
+export const LIMITER_OPTION_KEYS: readonly string[] = [
+  'limit',
+  'probeSlots',
+  'maxQueued',
+  'maxQueuedBytes',
+  'maxQueueWaitMs',
+  'queueOrder',
+  'standingQueueMs',
+  'codel',
+  'clock',
+  'classify',
+  'stallThresholdMs',
+  'sampleEvery',
+  'initialServiceMs',
+  'fairness',
+  'priority',
+  'gate',
+];
+
+/** @internal The keys of {@link LimiterOptions.fairness}. */
+export const FAIRNESS_OPTION_KEYS: readonly string[] = [
+  'quantum',
+  'maxCredit',
+  'maxQueuedPerTenant',
+  'estimator',
+];
+/** @internal The keys of {@link LimiterOptions.priority}. */
+export const PRIORITY_OPTION_KEYS: readonly string[] = [
+  'agingPerSecond',
+  'maxAgedPriority',
+  'minShare',
+];
+/** @internal The keys of {@link LimiterOptions.codel}. */
+export const CODEL_OPTION_KEYS: readonly string[] = ['targetMs', 'intervalMs'];
+
+/** Algorithm bounds a user may try to give the limiter itself. */
+const ALGORITHM_BOUNDS = ['initialLimit', 'minLimit', 'maxLimit'];
+
+/**
+ * A feature switched on by an options object (`codel`, `fairness`, `priority`): `undefined` leaves it
+ * off; `{}` turns it on with its defaults; anything else (`true`, `false`, `null`, `0`, `''`) is a
+ * TypeError, so a flag cannot turn a feature on or off by accident.
+ */
+function checkFeature<T extends object>(
+  name: string,
+  value: unknown,
+  keys: readonly string[],
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(
+      `limits: option "${name}" must be an object ({} for the defaults; leave it out for off), got ${formatValue(value)}`,
+    );
+  }
+  checkKeys('Limiter', value, keys, `${name}.`);
+  return value as T;
+}
+
+/** @throws TypeError unless `value` is an object with `now`, `setTimeout` and `clearTimeout` functions. */
+function checkClock(value: unknown): Clock | undefined {
+  if (value === undefined) return undefined;
+  const shape = 'a Clock (an object with now, setTimeout and clearTimeout functions)';
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(`limits: option "clock" must be ${shape}, got ${formatValue(value)}`);
+  }
+  for (const fn of ['now', 'setTimeout', 'clearTimeout'] as const) {
+    const member = (value as Record<string, unknown>)[fn];
+    if (typeof member !== 'function') {
+      throw new TypeError(
+        `limits: option "clock" must be ${shape}, got an object whose ${fn} is ${formatValue(member)}`,
+      );
+    }
+  }
+  return value as Clock;
+}
+
+/**
+ * @throws TypeError unless `value` is CostEstimator-like: `estimate` and `observe` functions and a
+ *   `ceiling` that is a number > 0 (or absent).
+ */
+function checkEstimator(value: unknown): CostEstimator | undefined {
+  if (value === undefined) return undefined;
+  const shape = 'a CostEstimator (an object with estimate and observe functions)';
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(
+      `limits: option "fairness.estimator" must be ${shape}, got ${formatValue(value)}`,
+    );
+  }
+  const e = value as Partial<CostEstimator>;
+  for (const fn of ['estimate', 'observe'] as const) {
+    if (typeof e[fn] !== 'function') {
+      throw new TypeError(
+        `limits: option "fairness.estimator" must be ${shape}, got an object whose ${fn} is ${formatValue(e[fn])}`,
+      );
+    }
+  }
+  checkNumber('fairness.estimator.ceiling', e.ceiling, 1, unbounded);
+  return value as CostEstimator;
+}
+
+/**
+ * @internal Validates {@link LimiterOptions} and applies the defaults. Everything is checked before
+ * anything is built, so a refused construction leaves nothing behind.
+ * @throws TypeError for a wrong type or an unknown key (with the nearest valid name); RangeError for a
+ *   value out of range. The message names the option, the allowed range and the value given.
  */
 export function resolveOptions(options: LimiterOptions): ResolvedOptions {
-  const limit = options.limit ?? 20;
-  let algorithm: LimitAlgorithm;
-  if (typeof limit === 'number') {
-    algorithm = new FixedLimit(limit);
-  } else if (
-    limit !== null &&
-    typeof limit === 'object' &&
-    typeof limit.update === 'function' &&
-    typeof limit.limit === 'number'
-  ) {
-    algorithm = limit;
-  } else {
-    throw new TypeError(
-      'limits: option "limit" must be a number or a LimitAlgorithm (an object with limit and update)',
-    );
+  if (options !== null && typeof options === 'object') {
+    for (const key of ALGORITHM_BOUNDS) {
+      if (key in options && !LIMITER_OPTION_KEYS.includes(key)) {
+        throw new TypeError(
+          `limits: unknown option "${key}" for Limiter; the limit's bounds belong to its algorithm: limit: new VegasLimit({ ${key} }) (or AimdLimit, GradientLimit)`,
+        );
+      }
+    }
   }
+  checkKeys('Limiter', options, LIMITER_OPTION_KEYS);
+  const limit = options.limit === undefined ? 20 : options.limit;
+  const algorithm: LimitAlgorithm =
+    typeof limit === 'number' ? new FixedLimit(limit) : checkAlgorithm('limit', limit);
   const probeSlots = checkNumber('probeSlots', options.probeSlots, 1, { min: 0, integer: true });
-  const order = options.queueOrder ?? 'fifo';
-  if (order !== 'fifo' && order !== 'lifo' && order !== 'adaptive') {
-    throw new RangeError(
-      `limits: option "queueOrder" must be one of 'fifo', 'lifo', 'adaptive', got ${String(order)}`,
-    );
+  const order = checkOneOf<QueueOrder>('queueOrder', options.queueOrder, 'fifo', [
+    'fifo',
+    'lifo',
+    'adaptive',
+  ]);
+  const codel = checkFeature<Partial<CodelOptions>>('codel', options.codel, CODEL_OPTION_KEYS);
+  const codelTargetMs =
+    codel === undefined ? Infinity : checkNumber('codel.targetMs', codel.targetMs, 5, positive);
+  const codelIntervalMs =
+    codel === undefined
+      ? Infinity
+      : checkNumber('codel.intervalMs', codel.intervalMs, 100, positive);
+  const fairness = checkFeature<NonNullable<LimiterOptions['fairness']>>(
+    'fairness',
+    options.fairness,
+    FAIRNESS_OPTION_KEYS,
+  );
+  let estimator: CostEstimator | undefined;
+  if (fairness !== undefined) {
+    if (typeof fairness.quantum !== 'function') {
+      checkNumber('fairness.quantum', fairness.quantum, 1, positive);
+    }
+    checkNumber('fairness.maxCredit', fairness.maxCredit, 1, positive);
+    checkNumber('fairness.maxQueuedPerTenant', fairness.maxQueuedPerTenant, 1, {
+      min: 1,
+      integer: true,
+      allowInfinity: true,
+    });
+    estimator = checkEstimator(fairness.estimator);
   }
-  const codel = options.codel;
-  const positive = { min: 0, minExclusive: true };
-  const codelTargetMs = codel
-    ? checkNumber('codel.targetMs', codel.targetMs, 5, positive)
-    : Infinity;
-  const codelIntervalMs = codel
-    ? checkNumber('codel.intervalMs', codel.intervalMs, 100, positive)
-    : Infinity;
-  const maxLimit = algorithm.maxLimit;
-  const maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, probeSlots);
-  if (options.fairness !== undefined && options.priority !== undefined) {
+  const priority = checkFeature<PriorityOptions>(
+    'priority',
+    options.priority,
+    PRIORITY_OPTION_KEYS,
+  );
+  if (priority !== undefined) {
+    checkNumber('priority.agingPerSecond', priority.agingPerSecond, 1, { min: 0 });
+    checkNumber('priority.maxAgedPriority', priority.maxAgedPriority, 0, { allowInfinity: true });
+    const share = checkNumber('priority.minShare', priority.minShare, 0, { min: 0, max: 1 });
+    if (share === 1) {
+      throw new RangeError('limits: option "priority.minShare" must be a number in [0, 1), got 1');
+    }
+  }
+  if (fairness !== undefined && priority !== undefined) {
     throw new RangeError(
       'limits: options "fairness" and "priority" cannot be combined; choose one',
     );
   }
-  const estimator = options.fairness?.estimator;
+  const clock = checkClock(options.clock) ?? systemClock;
+  const classify = checkFunction<Classify>('classify', options.classify);
+  const gate = checkObject<CapacityGate>('gate', options.gate);
+  const maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {
+    min: 0,
+    integer: true,
+    allowInfinity: true,
+  });
+  const maxQueuedBytes = checkNumber('maxQueuedBytes', options.maxQueuedBytes, Infinity, unbounded);
+  const maxQueueWaitMs = checkNumber('maxQueueWaitMs', options.maxQueueWaitMs, Infinity, unbounded);
+  const standingMs = checkNumber(
+    'standingQueueMs',
+    options.standingQueueMs,
+    codel === undefined ? 100 : codelIntervalMs,
+    { min: 0 },
+  );
+  const stallThresholdMs = checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded);
+  const sampleEvery = checkNumber('sampleEvery', options.sampleEvery, 1, {
+    min: 1,
+    integer: true,
+  });
+  const initialServiceMs = checkNumber('initialServiceMs', options.initialServiceMs, 1000, {
+    min: 0,
+  });
+  const maxLimit = algorithm.maxLimit;
+  const maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, probeSlots);
+  // Built last: everything above is checked first (the selectors recheck their own ranges).
   let selector: Selector | undefined;
-  if (options.fairness !== undefined) {
-    selector = new DeficitRoundRobin(options.fairness, estimator?.ceiling ?? maxCost);
-  } else if (options.priority !== undefined) {
-    selector = new PriorityAging(options.priority);
+  if (fairness !== undefined) {
+    selector = new DeficitRoundRobin(fairness, estimator?.ceiling ?? maxCost);
+  } else if (priority !== undefined) {
+    selector = new PriorityAging(priority);
   }
   return {
     algorithm,
     adaptive: !(algorithm instanceof FixedLimit),
     probeSlots,
-    maxQueued: checkNumber('maxQueued', options.maxQueued, 0, {
-      min: 0,
-      integer: true,
-      allowInfinity: true,
-    }),
-    maxQueuedBytes: checkNumber('maxQueuedBytes', options.maxQueuedBytes, Infinity, unbounded),
-    maxQueueWaitMs: checkNumber('maxQueueWaitMs', options.maxQueueWaitMs, Infinity, unbounded),
+    maxQueued,
+    maxQueuedBytes,
+    maxQueueWaitMs,
     order,
     codelTargetMs,
-    standingMs: checkNumber(
-      'standingQueueMs',
-      options.standingQueueMs,
-      codel ? codelIntervalMs : 100,
-      {
-        min: 0,
-      },
-    ),
-    clock: options.clock ?? systemClock,
-    stallThresholdMs: checkNumber('stallThresholdMs', options.stallThresholdMs, 50, unbounded),
-    sampleEvery: checkNumber('sampleEvery', options.sampleEvery, 1, { min: 1, integer: true }),
-    initialServiceMs: checkNumber('initialServiceMs', options.initialServiceMs, 1000, { min: 0 }),
+    standingMs,
+    clock,
+    stallThresholdMs,
+    sampleEvery,
+    initialServiceMs,
     maxCost,
     selector,
     estimator,
-    gate: options.gate,
-    classify: checkFunction<Classify>('classify', options.classify),
+    gate,
+    classify,
   };
 }

@@ -1,0 +1,48 @@
+import { formatValue } from '../internal/validate.js';
+import type { LimitAlgorithm } from './LimitAlgorithm.js';
+
+/**
+ * @internal Checks that `value` is a usable {@link LimitAlgorithm}: an object with an `update`
+ * function and a finite `limit` ≥ 0, and, if it has one, a `maxLimit` that is a number > 0.
+ * @param name - the option name for the message (e.g. `"limit"`).
+ * @throws TypeError for a wrong type (not an object, no `update` function, a `limit` that is not a
+ *   number or is NaN); RangeError for a `limit` that is negative or infinite, or a bad `maxLimit`.
+ */
+export function checkAlgorithm(name: string, value: unknown): LimitAlgorithm {
+  const shape =
+    'a number or a LimitAlgorithm (an object with a numeric limit and an update function)';
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(`limits: option "${name}" must be ${shape}, got ${formatValue(value)}`);
+  }
+  const a = value as Partial<LimitAlgorithm>;
+  if (typeof a.update !== 'function') {
+    throw new TypeError(
+      `limits: option "${name}.update" must be a function, got ${formatValue(a.update)}`,
+    );
+  }
+  const limit = a.limit;
+  if (typeof limit !== 'number' || Number.isNaN(limit)) {
+    throw new TypeError(
+      `limits: option "${name}.limit" must be a finite number ≥ 0, got ${formatValue(limit)}`,
+    );
+  }
+  if (!Number.isFinite(limit) || limit < 0) {
+    throw new RangeError(
+      `limits: option "${name}.limit" must be a finite number ≥ 0, got ${formatValue(limit)}`,
+    );
+  }
+  const max = a.maxLimit;
+  if (max !== undefined) {
+    if (typeof max !== 'number' || Number.isNaN(max)) {
+      throw new TypeError(
+        `limits: option "${name}.maxLimit" must be a number > 0 or undefined, got ${formatValue(max)}`,
+      );
+    }
+    if (!(max > 0)) {
+      throw new RangeError(
+        `limits: option "${name}.maxLimit" must be a number > 0 or undefined, got ${formatValue(max)}`,
+      );
+    }
+  }
+  return value as LimitAlgorithm;
+}
