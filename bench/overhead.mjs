@@ -1,53 +1,46 @@
 // Per-call overhead of running a trivial async function through a concurrency limiter.
 //
-//   node bench/overhead.mjs            full run (about 1 minute)
-//   node bench/overhead.mjs --quick    smoke test (about 5 s; numbers are rough, barely warmed up)
+//   node bench/overhead.mjs            full run (about 1.5 minutes)
+//   node bench/overhead.mjs --quick    smoke test (about 5 s; numbers are rough, barely warmed up;
+//                                      checks the floor semaphores first, see harness.mjs --self-test)
 //   node bench/overhead.mjs --json=out.json   also write the raw samples as JSON
+//   node bench/overhead.mjs --only=semaphore,limiter,cockatiel --modes=seq,burst --reps=15 --no-gc
+//                                      a subset of contenders (ids below) and modes (seq, burst,
+//                                      workers), another number of rounds, no forced GC
 //
-// Design (see bench/README.md for details):
-// - Every contender runs the same `task` (an async function resolving to 1) and must return its
-//   value; each measurement checks the sum, the number of task calls and that the limiter is idle
-//   afterwards, and throws if anything is off.
-// - Each (contender, mode) cell lives in its own child process (with --quick, one per contender),
-//   so its call sites only ever see one contender (no megamorphic loop shared by all contenders, no
-//   JIT feedback or garbage leaking from one contender into the next). The parent warms every cell
-//   up, then measures them round-robin, `reps` times, so they share machine noise, and reports the
-//   median ns/call and its ratio to the hand-written semaphore in the same mode.
-// - Calls are issued in batches of 10,000; between batches the loop yields one macrotask turn
-//   (setImmediate), as a service would, so timers (limits-core's stall detector) run normally.
+// The method (task, batch shapes, checks, one child process per cell, warm-up, round-robin rounds,
+// medians) is harness.mjs's, shared with breaker-overhead.mjs; bench/README.md explains it. This file
+// declares the contenders and prints the table: median ns/call and its ratio to the floor, the
+// hand-written semaphore (then) in the same mode; the limits-core rows also to the semaphore (async),
+// the floor of the results before issue 10.
 
-import { fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { bulkhead } from 'cockatiel';
 import { Limiter, VegasLimit } from 'limits-core';
 import pLimit from 'p-limit';
 import {
-  cpuMicros,
-  createSemaphore,
+  BATCH,
+  buildState,
+  cellStats,
+  commandLine,
+  cpuInfo,
+  fmt,
   gitState,
+  headerLines,
+  LIMIT,
+  measureCells,
+  measureConfig,
   median,
-  newestMtime,
-  request,
-  yieldToLoop,
+  packageInfo,
+  parseArgs,
+  SEMAPHORES,
+  selfTest,
+  serveCells,
 } from './harness.mjs';
 
-const LIMIT = 64;
-const BATCH = 10_000;
-/** maxQueued of the limits-core rows in the 10,000-at-once shape (once the queue exists). */
+/** maxQueued of the limits-core rows, and queue of cockatiel's bulkhead, in the 10,000-at-once shape. */
 const MAX_QUEUED = 100_000;
-
-// ---------------------------------------------------------------------------------------------
-// The task. One function for every contender. The counter proves each contender really called it
-// (it costs about a nanosecond and is paid identically by every row, the bare call included).
-
-let taskCalls = 0;
-const task = async () => {
-  taskCalls++;
-  return 1;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Does limits-core's Limiter have a waiting queue yet? (Before the queue lands, maxQueued must be 0
@@ -68,11 +61,11 @@ function detectLimiterQueue() {
 const LIMITER_QUEUE = detectLimiterQueue();
 
 // ---------------------------------------------------------------------------------------------
-// Contenders. `create(mode)` returns `{ run, inflight, idle }`:
+// Contenders. `create(mode)` returns `{ run, inflight, idle }` (see `contender` in harness.mjs):
 //   run(fn)     → promise of fn's value, through the contender;
 //   inflight()  → calls holding a slot right now (null when the contender does not limit);
 //   idle()      → '' when nothing is held or queued, else what is wrong.
-// `modes` lists the shapes the contender can run in. To add a row, add one entry.
+// `modes` lists the shapes the contender can run in (default: all). To add a row, add one entry.
 
 const MODES = {
   seq: 'sequential (await one at a time)',
@@ -101,29 +94,12 @@ const CONTENDERS = [
   {
     id: 'bare',
     name: 'bare call (no limiter)',
-    modes: ['seq', 'burst', 'workers'],
     create: () => ({ run: (fn) => fn(), inflight: () => null, idle: () => '' }),
   },
-  {
-    id: 'semaphore',
-    name: 'hand-written semaphore (64)',
-    modes: ['seq', 'burst', 'workers'],
-    create: () => {
-      const sem = createSemaphore(LIMIT);
-      return {
-        run: (fn) => sem.run(fn),
-        inflight: () => sem.active,
-        idle: () =>
-          sem.active === 0 && sem.waiting === 0
-            ? ''
-            : `active=${sem.active} waiting=${sem.waiting}`,
-      };
-    },
-  },
+  ...SEMAPHORES,
   {
     id: 'p-limit',
     name: 'p-limit pLimit(64)',
-    modes: ['seq', 'burst', 'workers'],
     create: () => {
       const limit = pLimit(LIMIT);
       return {
@@ -133,6 +109,21 @@ const CONTENDERS = [
           limit.activeCount === 0 && limit.pendingCount === 0
             ? ''
             : `activeCount=${limit.activeCount} pendingCount=${limit.pendingCount}`,
+      };
+    },
+  },
+  {
+    id: 'cockatiel',
+    name: 'cockatiel bulkhead(64, 100000)',
+    create: () => {
+      const bh = bulkhead(LIMIT, MAX_QUEUED);
+      return {
+        run: (fn) => bh.execute(fn), // cockatiel passes `{ signal }`; the task ignores it
+        inflight: () => LIMIT - bh.executionSlots,
+        idle: () =>
+          bh.executionSlots === LIMIT && bh.queueSlots === MAX_QUEUED
+            ? ''
+            : `executionSlots=${bh.executionSlots} queueSlots=${bh.queueSlots}`,
       };
     },
   },
@@ -156,333 +147,59 @@ const CONTENDERS = [
       limiterContender(new Limiter({ limit: pinnedVegas(), sampleEvery: 8, ...queueOpts(mode) })),
   },
 ];
-const REFERENCE = 'semaphore';
+/** Ratios are to the floor (SEMAPHORES[0]); the limits-core rows also to the pre-issue-10 floor. */
+const REFERENCE = SEMAPHORES[0].id;
+const OLD_REFERENCE = SEMAPHORES[1].id;
+const runsIn = (x, mode) => (x.modes ?? Object.keys(MODES)).includes(mode);
 
-// ---------------------------------------------------------------------------------------------
-// Shapes. Each runs one batch of BATCH calls and returns the sum of the values. `checkLaunched`
-// asserts that exactly LIMIT calls hold a slot once the concurrent shapes have launched theirs.
-// The limits-core rows run the 10,000-at-once shape only when detectLimiterQueue() says the
-// Limiter can queue (see limiterModes / queueOpts above).
-
-function checkLaunched(c) {
-  const n = c.inflight();
-  if (n !== null && n !== LIMIT) throw new Error(`expected ${LIMIT} calls in flight, saw ${n}`);
-}
-
-async function seqBatch(c) {
-  const run = c.run;
-  let sum = 0;
-  for (let i = 0; i < BATCH; i++) {
-    const v = await run(task);
-    sum += v;
-  }
-  return sum;
-}
-
-async function burstBatch(c) {
-  const run = c.run;
-  const promises = new Array(BATCH);
-  for (let i = 0; i < BATCH; i++) promises[i] = run(task);
-  checkLaunched(c);
-  const values = await Promise.all(promises);
-  let sum = 0;
-  for (let i = 0; i < BATCH; i++) sum += values[i];
-  return sum;
-}
-
-async function workersBatch(c) {
-  const run = c.run;
-  let started = 0;
-  let sum = 0;
-  const worker = async () => {
-    while (started < BATCH) {
-      started++;
-      const v = await run(task); // not `sum += await …`: that reads `sum` before the await
-      sum += v;
-    }
-  };
-  const workers = new Array(LIMIT);
-  for (let i = 0; i < LIMIT; i++) workers[i] = worker();
-  checkLaunched(c);
-  await Promise.all(workers);
-  return sum;
-}
-
-const SHAPES = { seq: seqBatch, burst: burstBatch, workers: workersBatch };
-
-/**
- * Runs at least `minBatches` batches and for at least `minMs`; returns `{ ms, calls }`.
- * Throws if any call was lost or faked, or the contender is not idle afterwards.
- */
-async function runBatches(c, shape, minBatches, minMs = 0) {
-  const callsBefore = taskCalls;
-  let sum = 0;
-  let batches = 0;
-  const t0 = performance.now();
-  let ms = 0;
-  while (batches < minBatches || ms < minMs) {
-    sum += await shape(c);
-    await yieldToLoop();
-    batches++;
-    ms = performance.now() - t0;
-  }
-  const expected = batches * BATCH;
-  if (sum !== expected) throw new Error(`sum of results ${sum}, expected ${expected}`);
-  if (taskCalls - callsBefore !== expected) {
-    throw new Error(`task called ${taskCalls - callsBefore} times, expected ${expected}`);
-  }
-  await yieldToLoop(); // let releases that trail the callers' promises land
-  const busy = c.idle();
-  if (busy !== '') throw new Error(`not idle after the batch: ${busy}`);
-  return { ms, calls: expected };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child: one (contender, mode) cell, driven by the parent over IPC.
-
-async function child(cellIds) {
-  const cells = new Map();
-  for (const cellId of cellIds) {
-    const [id, mode] = cellId.split(':');
-    const contender = CONTENDERS.find((x) => x.id === id);
-    if (contender === undefined || !contender.modes.includes(mode)) {
-      throw new Error(`unknown cell ${cellId}`);
-    }
-    cells.set(cellId, { c: contender.create(mode), shape: SHAPES[mode] });
-  }
-  const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};
-  process.on('message', (msg) => {
-    handle(msg).then(
-      (reply) => process.send(reply),
-      (error) => {
-        process.send({ error: `${msg.cell ?? cellIds.join(',')}: ${error?.stack ?? error}` });
-      },
-    );
-  });
-  async function handle(msg) {
-    if (msg.cmd === 'exit') {
-      setImmediate(() => process.disconnect());
-      return { ok: true, cpuUs: cpuMicros(process.cpuUsage()) };
-    }
-    const cell = cells.get(msg.cell);
-    if (cell === undefined) throw new Error(`cell ${msg.cell} is not hosted here`);
-    const { c, shape } = cell;
-    if (msg.cmd === 'warmup') {
-      // Warm up for msg.warmupMs, then size a measurement to last about msg.targetMs.
-      const t0 = performance.now();
-      let batches = 0;
-      while (performance.now() - t0 < msg.warmupMs || batches < msg.warmupBatches) {
-        await runBatches(c, shape, 1);
-        batches++;
-      }
-      // Re-time single batches now that the code is hot; the median resists a preempted one.
-      const times = [];
-      for (let i = 0; i < msg.probes; i++) times.push((await runBatches(c, shape, 1)).ms);
-      return { batches: Math.max(1, Math.ceil(msg.targetMs / median(times))) };
-    }
-    if (msg.cmd === 'measure') {
-      if (msg.rewarm) await runBatches(c, shape, 1); // re-warm caches after idling while others ran
-      if (msg.gc) gc();
-      await yieldToLoop();
-      const cpu0 = process.cpuUsage();
-      const { ms, calls } = await runBatches(c, shape, msg.batches, msg.minMs);
-      // Own CPU time over wall time: well under 1 means the process was descheduled (contention).
-      const onCpu = cpuMicros(process.cpuUsage(cpu0)) / 1000 / ms;
-      return { ns: (ms * 1e6) / calls, ms, calls, onCpu, info: c.info?.() };
-    }
-    throw new Error(`unknown command ${msg.cmd}`);
-  }
-  process.send({ ready: true });
+function createCell(id, mode) {
+  const x = CONTENDERS.find((x) => x.id === id);
+  if (x === undefined || !runsIn(x, mode)) throw new Error(`unknown cell ${id}:${mode}`);
+  return x.create(mode);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Parent.
 
-function packageInfo(name) {
-  // The packages' export maps hide package.json, so walk up from the resolved entry point
-  // (import.meta.resolve is synchronous from Node 20.6; older: bench/node_modules/<name>).
-  let dir;
-  try {
-    dir = path.dirname(fileURLToPath(import.meta.resolve(name)));
-  } catch {
-    dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'node_modules', name);
-  }
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === name) return { version: pkg.version, dir };
-    } catch {}
-    const up = path.dirname(dir);
-    if (up === dir) return { version: 'unknown', dir: '' };
-    dir = up;
-  }
-}
-
-/** Newest modification time (ms) of the files under `dir`, or 0. */
-
-/** Warns when limits-core's src changed after its dist was built (the bench runs dist). */
-function buildState(dir) {
-  const src = newestMtime(path.join(dir, 'src'));
-  const dist = newestMtime(path.join(dir, 'dist'));
-  if (dist === 0) return 'dist missing';
-  return src > dist
-    ? `WARNING: src is newer than dist (built ${new Date(dist).toISOString()}), rebuild first`
-    : `dist built ${new Date(dist).toISOString()}, newer than src`;
-}
-
-/** CPU-seconds all cores have been busy since boot (Linux /proc/stat), or undefined. */
-function machineBusy() {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8')
-      .split('\n')[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    const total = f.reduce((a, b) => a + b, 0);
-    const idle = f[3] + (f[4] ?? 0);
-    return { busyS: (total - idle) / 100 }; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
-
-function fmt(x, digits = 1) {
-  return x.toFixed(digits);
-}
-
 async function parent(args) {
-  const quick = args.includes('--quick');
-  const jsonArg = args.find((a) => a.startsWith('--json='));
-  const unknown = args.filter((a) => a !== '--quick' && !a.startsWith('--json='));
-  if (unknown.length > 0) throw new Error(`unknown arguments: ${unknown.join(' ')}`);
-  // warmupMs/warmupBatches: warm-up per cell (both minimums); probes: timed batches that size a
-  // measurement to ~targetMs; minMs: a measurement runs at least this long whatever the sizing said;
-  // rewarm: one untimed batch before each measurement; gc: a forced GC before each measurement;
-  // processPer: 'cell' or 'contender'.
-  const cfg = quick
-    ? { warmupMs: 10, warmupBatches: 1, probes: 1, targetMs: 10, minMs: 0, reps: 5 }
-    : { warmupMs: 300, warmupBatches: 5, probes: 7, targetMs: 250, minMs: 200, reps: 9 };
-  cfg.rewarm = !quick;
-  cfg.gc = !quick;
-  cfg.processPer = quick ? 'contender' : 'cell';
+  const opts = parseArgs(args);
+  const quick = opts.quick;
+  const cfg = measureConfig(opts, {
+    warmupMs: 10,
+    warmupBatches: 1,
+    probes: 1,
+    targetMs: 10,
+    reps: 5,
+  });
+  const modes = opts.modes ?? Object.keys(MODES);
+  for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m}`);
+  for (const id of opts.only ?? []) {
+    if (!CONTENDERS.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
+  }
+  const selfTestLine = quick ? await selfTest() : undefined;
 
   const script = fileURLToPath(import.meta.url);
-  const command = [
-    'node',
-    ...process.execArgv,
-    path.relative(process.cwd(), script) || script,
-    ...args,
-  ].join(' ');
+  const command = commandLine(script, args);
   const core = packageInfo('limits-core');
   const plimit = packageInfo('p-limit');
-  const cpus = os.cpus();
-  const started = performance.now();
-  const machine0 = machineBusy();
-  const parentCpu0 = process.cpuUsage();
-  let ownCpuUs = 0;
+  const cockatiel = packageInfo('cockatiel');
 
   const cells = [];
-  for (const mode of Object.keys(MODES)) {
+  for (const mode of modes) {
     for (const x of CONTENDERS) {
-      if (x.modes.includes(mode)) cells.push({ id: `${x.id}:${mode}`, contender: x, mode });
-    }
-  }
-
-  // One process per cell (per contender with --quick, to start fewer); all start in parallel,
-  // then sit idle unless it is their turn.
-  const groups = new Map();
-  for (const cell of cells) {
-    const key = cfg.processPer === 'cell' ? cell.id : cell.contender.id;
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(cell);
-    cell.samples = [];
-    cell.ms = [];
-    cell.calls = [];
-    cell.onCpu = [];
-    cell.info = undefined;
-  }
-  const procs = [];
-  for (const group of groups.values()) {
-    const proc = fork(script, [`--cells=${group.map((cell) => cell.id).join(',')}`], {
-      execArgv: [...process.execArgv, '--expose-gc'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    proc.ready = new Promise((resolve, reject) => {
-      proc.once('message', resolve);
-      proc.once('exit', (code) => reject(new Error(`cell process exited early (code ${code})`)));
-    });
-    procs.push(proc);
-    for (const cell of group) cell.proc = proc;
-  }
-  try {
-    // Wait until every process has booted, so no warm-up or calibration competes with start-ups.
-    await Promise.all(procs.map((proc) => proc.ready));
-    for (const cell of cells) {
-      const reply = await request(cell.proc, {
-        cmd: 'warmup',
-        cell: cell.id,
-        warmupMs: cfg.warmupMs,
-        targetMs: cfg.targetMs,
-        probes: cfg.probes,
-        warmupBatches: cfg.warmupBatches,
-      });
-      cell.batches = reply.batches;
-    }
-    for (let rep = 0; rep < cfg.reps; rep++) {
-      for (let k = 0; k < cells.length; k++) {
-        const cell = cells[(k + rep) % cells.length]; // rotate the start so no cell always goes first
-        const reply = await request(cell.proc, {
-          cmd: 'measure',
-          cell: cell.id,
-          batches: cell.batches,
-          minMs: cfg.minMs,
-          rewarm: cfg.rewarm,
-          gc: cfg.gc,
-        });
-        cell.samples.push(reply.ns);
-        cell.ms.push(reply.ms);
-        cell.calls.push(reply.calls);
-        cell.onCpu.push(reply.onCpu);
-        cell.info = reply.info;
+      if (runsIn(x, mode) && (opts.only === undefined || opts.only.includes(x.id))) {
+        cells.push({ id: `${x.id}:${mode}`, group: x.id, contender: x, mode });
       }
-      if (!quick) process.stderr.write(`round ${rep + 1}/${cfg.reps} done\n`);
-    }
-  } finally {
-    for (const proc of procs) {
-      if (!proc.connected) continue;
-      try {
-        ownCpuUs += (await request(proc, { cmd: 'exit' })).cpuUs;
-      } catch {}
     }
   }
-  ownCpuUs += cpuMicros(process.cpuUsage(parentCpu0));
-  const machine = machineBusy();
-  const others =
-    machine === undefined || machine0 === undefined
-      ? undefined
-      : (machine.busyS - machine0.busyS - ownCpuUs / 1e6) / ((performance.now() - started) / 1000);
+  const { wallS, others } = await measureCells(script, cells, cfg, { progress: !quick });
 
   // Report.
-  const out = [];
-  out.push(
+  const out = headerLines(
     `# limits-core overhead benchmark${quick ? ' (--quick: smoke test, rough numbers)' : ''}`,
-  );
-  out.push('');
-  out.push(`- command: \`${command}\` (cwd ${process.cwd()})`);
-  out.push(
-    `- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`,
-  );
-  out.push(
-    `- CPU: ${cpus[0]?.model ?? 'unknown'} × ${cpus.length}; load average at end ${os
-      .loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}; other processes used ${
-      others === undefined ? 'unknown' : `${fmt(Math.max(0, others) * 100, 0)}% of a core`
-    } on average during the run`,
-  );
-  out.push(
-    `- limits-core ${core.version} (${gitState(core.dir)}; ${buildState(core.dir)}), p-limit ${plimit.version}`,
+    command,
+    others,
+    `limits-core ${core.version} (${gitState(core.dir)}; ${buildState(core.dir)}), p-limit ${plimit.version}, cockatiel ${cockatiel.version}`,
   );
   out.push(
     `- limits-core waiting queue: ${LIMITER_QUEUE.available ? 'available' : 'not available'} (${LIMITER_QUEUE.reason})`,
@@ -490,34 +207,40 @@ async function parent(args) {
   out.push(
     `- task: \`async () => { taskCalls++; return 1; }\`, limit ${LIMIT}, batches of ${BATCH} calls, ` +
       `warm-up ${cfg.warmupMs} ms per cell, ${cfg.reps} round-robin measurements of ~${cfg.targetMs} ms (at least ${cfg.minMs} ms) each, ` +
-      `one child process per ${cfg.processPer}; wall time ${fmt((performance.now() - started) / 1000)} s`,
+      `one child process per ${cfg.processPer}; wall time ${fmt(wallS)} s`,
   );
+  if (selfTestLine) out.push(`- ${selfTestLine}`);
   out.push('');
   out.push(
-    '| mode | contender | median ns/call | × semaphore | min–max ns/call | spread | calls/measurement | shortest measurement | lowest on-CPU |',
+    '| mode | contender | median ns/call | × semaphore (then) | × semaphore (async) | min–max ns/call | spread | calls/measurement | shortest measurement | lowest on-CPU |',
   );
-  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   const rows = [];
-  for (const mode of Object.keys(MODES)) {
-    const ref = cells.find((c) => c.mode === mode && c.contender.id === REFERENCE);
-    const refMedian = median(ref.samples);
+  const medianOf = (id, mode) => {
+    const cell = cells.find((c) => c.mode === mode && c.contender.id === id);
+    return cell === undefined ? Number.NaN : median(cell.samples);
+  };
+  for (const mode of modes) {
+    const refMedian = medianOf(REFERENCE, mode);
+    const oldRefMedian = medianOf(OLD_REFERENCE, mode);
     for (const x of CONTENDERS) {
+      if (opts.only !== undefined && !opts.only.includes(x.id)) continue;
       const cell = cells.find((c) => c.mode === mode && c.contender === x);
       if (cell === undefined) {
         out.push(
-          `| ${MODES[mode]} | ${x.name} | skipped: no queue in limits-core yet | | | | | | |`,
+          `| ${MODES[mode]} | ${x.name} | skipped: no queue in limits-core yet | | | | | | | |`,
         );
         continue;
       }
-      const med = median(cell.samples);
-      const lo = Math.min(...cell.samples);
-      const hi = Math.max(...cell.samples);
+      const { med, lo, hi, spread } = cellStats(cell);
       const row = {
         mode,
         contender: x.id,
         name: x.name,
         medianNs: med,
         ratio: med / refMedian,
+        // The pre-issue-10 floor, for the limits-core rows only (comparable with older RESULTS.md).
+        ratioAsync: x.id.startsWith('limiter') ? med / oldRefMedian : undefined,
         samplesNs: cell.samples,
         calls: median(cell.calls),
         msPerMeasurement: cell.ms,
@@ -526,7 +249,7 @@ async function parent(args) {
       };
       rows.push(row);
       out.push(
-        `| ${MODES[mode]} | ${x.name} | ${fmt(med)} | ${fmt(row.ratio, 2)} | ${fmt(lo)}–${fmt(hi)} | ${fmt(((hi - lo) / med) * 100, 0)}% | ${row.calls.toLocaleString('en-US')} | ${fmt(Math.min(...cell.ms), 0)} ms | ${fmt(Math.min(...cell.onCpu) * 100, 0)}% |`,
+        `| ${MODES[mode]} | ${x.name} | ${fmt(med)} | ${fmt(row.ratio, 2)} | ${row.ratioAsync === undefined ? '' : fmt(row.ratioAsync, 2)} | ${fmt(lo)}–${fmt(hi)} | ${fmt(spread * 100, 0)}% | ${row.calls.toLocaleString('en-US')} | ${fmt(Math.min(...cell.ms), 0)} ms | ${fmt(Math.min(...cell.onCpu) * 100, 0)}% |`,
       );
     }
   }
@@ -539,19 +262,19 @@ async function parent(args) {
   }
   console.log(out.join('\n'));
 
-  if (jsonArg) {
-    const file = jsonArg.slice('--json='.length);
+  if (opts.json) {
     writeFileSync(
-      file,
+      opts.json,
       `${JSON.stringify(
         {
           command,
           node: process.version,
-          cpu: cpus[0]?.model,
-          cpus: cpus.length,
+          ...cpuInfo(),
           limitsCore: core.version,
           pLimit: plimit.version,
+          cockatiel: cockatiel.version,
           limiterQueue: LIMITER_QUEUE,
+          reference: REFERENCE,
           config: cfg,
           rows,
         },
@@ -564,7 +287,7 @@ async function parent(args) {
 
 const cellsArg = process.argv.find((a) => a.startsWith('--cells='));
 if (cellsArg) {
-  child(cellsArg.slice('--cells='.length).split(',')).catch((error) => {
+  serveCells(cellsArg.slice('--cells='.length).split(','), createCell).catch((error) => {
     console.error(error);
     process.exit(1);
   });
