@@ -13,32 +13,41 @@
 //
 // Needs the built packages: npx -y pnpm@12.4.2 -r --filter "./packages/**" run build
 //
-// Same method as overhead.mjs:
-// - Every contender runs the same `task` (an async function resolving to 1) and must return its
-//   value; each measurement checks the sum, the number of task calls, how many calls were in flight
-//   right after launching (64 for the limited contenders, all of them for opossum), and that the
-//   contender is idle and its circuit closed afterwards, and throws if anything is off.
-// - Each (contender, mode) cell lives in its own child process (with --quick, one per contender), so
-//   its call sites only ever see one contender. The parent warms every cell up, then measures them
-//   round-robin, `reps` times, so they share machine noise, and reports medians and ratios.
-// - Calls are issued in batches of 10,000; between batches the loop yields one macrotask turn
-//   (setImmediate), as a service would, so timers (opossum's rolling window, limits-core's stall
-//   detector, the guard's timeout timer) run normally.
+// The method (task, batch shapes, checks, one child process per cell, warm-up, round-robin rounds,
+// medians) is harness.mjs's, shared with overhead.mjs; bench/README.md explains it. Here the check
+// right after launching expects min(capacity, launched) calls in flight: 64 for the limited
+// contenders, all of them for opossum; and idle afterwards includes a closed circuit. Between batches
+// the loop yields a macrotask turn, so opossum's rolling window and the guard's timeout timer run.
 
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import {
+  BATCH,
+  buildState,
+  cellStats,
+  commandLine,
+  contender,
+  cpuInfo,
   cpuMicros,
-  createSemaphore,
+  fmt,
   gitState,
+  headerLines,
+  LIMIT,
+  machineBusy,
+  measureCells,
+  measureConfig,
   median,
-  newestMtime,
-  request,
-  yieldToLoop,
+  packageInfo,
+  parseArgs,
+  runBatches,
+  SEMAPHORES,
+  SHAPES,
+  selfTest,
+  serveCells,
+  task,
 } from './harness.mjs';
 
 // The contenders' libraries are imported lazily, by the child processes that need them (faster start).
@@ -48,25 +57,14 @@ const load = {
   opossum: async () => (await import('opossum')).default,
 };
 
-const LIMIT = 64;
-const BATCH = 10_000;
 /** maxQueued of the guard's limiter and queue of cockatiel's bulkhead (room for 10,000 − 64 waiters). */
 const MAX_QUEUED = 20_000;
 const TIMEOUT_MS = 10_000;
 
 // ---------------------------------------------------------------------------------------------
-// The task. One function for every contender (the guard passes it a ctx it ignores, cockatiel a
-// context it ignores). The counter proves each contender really called it.
-
-let taskCalls = 0;
-const task = async () => {
-  taskCalls++;
-  return 1;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Contenders. `create(mode)` returns:
-//   call()       → promise of task's value, through the contender;
+// Contenders. `create(mode)` returns (see `contender` in harness.mjs; the breakers are bound to
+// harness.mjs's `task` at creation, so `run` ignores its argument):
+//   run(task)    → promise of task's value, through the contender;
 //   inflight()   → calls running right now (null when the contender does not track them);
 //   capacity()   → how many may run at once (Infinity: no limit);
 //   idle()       → '' when nothing is held or queued and the circuit is closed, else what is wrong;
@@ -84,7 +82,7 @@ async function guardContender(options) {
   let fallbacks = 0;
   g.on('fallback', () => fallbacks++); // only reached on a failure; proves there was none
   return {
-    call: () => g.fire(),
+    run: () => g.fire(),
     inflight: () => g.limiter.inflight,
     capacity: () => g.limiter.limit,
     idle: () => {
@@ -111,7 +109,7 @@ async function opossumContender(options) {
   for (const event of ['failure', 'timeout', 'reject', 'semaphoreLocked'])
     b.on(event, () => failures++);
   return {
-    call: () => b.fire(),
+    run: () => b.fire(),
     inflight: () => capacity - b.semaphore.count,
     capacity: () => Infinity,
     idle: () => {
@@ -146,7 +144,7 @@ async function cockatielContender(withTimeout) {
     ? wrap(cb, bh, timeout(TIMEOUT_MS, TimeoutStrategy.Cooperative))
     : wrap(cb, bh);
   return {
-    call: () => policy.execute(task),
+    run: (fn) => policy.execute(fn), // cockatiel passes `{ signal }`; the task ignores it
     inflight: () => LIMIT - bh.executionSlots,
     capacity: () => LIMIT,
     idle: () => {
@@ -164,24 +162,14 @@ const CONTENDERS = [
   {
     id: 'bare',
     name: 'bare call',
-    create: () => ({ call: task, inflight: () => null, capacity: () => Infinity, idle: () => '' }),
+    create: () => ({
+      run: (fn) => fn(),
+      inflight: () => null,
+      capacity: () => Infinity,
+      idle: () => '',
+    }),
   },
-  {
-    id: 'semaphore',
-    name: 'hand-written semaphore (64)',
-    create: () => {
-      const sem = createSemaphore(LIMIT);
-      return {
-        call: () => sem.run(task),
-        inflight: () => sem.active,
-        capacity: () => LIMIT,
-        idle: () =>
-          sem.active === 0 && sem.waiting === 0
-            ? ''
-            : `active=${sem.active} waiting=${sem.waiting}`,
-      };
-    },
-  },
+  ...SEMAPHORES,
   {
     id: 'opossum',
     name: 'opossum 9 `{ timeout: false }`',
@@ -233,7 +221,8 @@ const CONTENDERS = [
 const REFERENCES = [
   { id: 'opossum', label: '× opossum (no timeout)' },
   { id: 'opossum-timeout', label: '× opossum (default timeout)' },
-  { id: 'semaphore', label: '× semaphore' },
+  { id: SEMAPHORES[0].id, label: '× semaphore (then)' },
+  { id: SEMAPHORES[1].id, label: '× semaphore (async)' },
 ];
 const TARGETS = [
   {
@@ -250,98 +239,20 @@ const TARGETS = [
   },
 ];
 
-// ---------------------------------------------------------------------------------------------
-// Shapes. Each runs one batch of BATCH calls and returns the sum of the values. Right after
-// launching, `checkLaunched` asserts that min(capacity, launched) calls are running.
-
-function checkLaunched(c, launched, capacityBefore) {
-  const n = c.inflight();
-  const expected = Math.min(capacityBefore, launched);
-  if (n !== null && n !== expected) {
-    throw new Error(`expected ${expected} calls in flight after launching ${launched}, saw ${n}`);
-  }
-}
-
-async function seqBatch(c) {
-  const call = c.call;
-  let sum = 0;
-  for (let i = 0; i < BATCH; i++) {
-    const v = await call();
-    sum += v;
-  }
-  return sum;
-}
-
-async function burstBatch(c) {
-  const call = c.call;
-  const cap = c.capacity();
-  const promises = new Array(BATCH);
-  for (let i = 0; i < BATCH; i++) promises[i] = call();
-  checkLaunched(c, BATCH, cap);
-  const values = await Promise.all(promises);
-  let sum = 0;
-  for (let i = 0; i < BATCH; i++) sum += values[i];
-  return sum;
-}
-
-async function workersBatch(c) {
-  const call = c.call;
-  const cap = c.capacity();
-  let started = 0;
-  let sum = 0;
-  const worker = async () => {
-    while (started < BATCH) {
-      started++;
-      const v = await call();
-      sum += v;
-    }
-  };
-  const workers = new Array(LIMIT);
-  for (let i = 0; i < LIMIT; i++) workers[i] = worker();
-  checkLaunched(c, LIMIT, cap);
-  await Promise.all(workers);
-  return sum;
-}
-
-const SHAPES = { seq: seqBatch, burst: burstBatch, workers: workersBatch };
-
-/** Runs at least `minBatches` batches and for at least `minMs`; returns `{ ms, calls }`. */
-async function runBatches(c, shape, minBatches, minMs = 0) {
-  const callsBefore = taskCalls;
-  let sum = 0;
-  let batches = 0;
-  const t0 = performance.now();
-  let ms = 0;
-  while (batches < minBatches || ms < minMs) {
-    sum += await shape(c);
-    await yieldToLoop();
-    batches++;
-    ms = performance.now() - t0;
-  }
-  const expected = batches * BATCH;
-  if (sum !== expected) throw new Error(`sum of results ${sum}, expected ${expected}`);
-  if (taskCalls - callsBefore !== expected) {
-    throw new Error(`task called ${taskCalls - callsBefore} times, expected ${expected}`);
-  }
-  await yieldToLoop(); // let releases that trail the callers' promises land
-  const busy = c.idle();
-  if (busy !== '') throw new Error(`not idle after the batch: ${busy}`);
-  return { ms, calls: expected };
-}
-
-async function createCell(cellId) {
-  const [id, mode] = cellId.split(':');
-  const contender = CONTENDERS.find((x) => x.id === id);
-  if (contender === undefined || SHAPES[mode] === undefined)
-    throw new Error(`unknown cell ${cellId}`);
-  return { c: await contender.create(mode), shape: SHAPES[mode] };
+async function createCell(id, mode) {
+  const x = CONTENDERS.find((x) => x.id === id);
+  if (x === undefined) throw new Error(`unknown contender ${id}`);
+  return x.create(mode);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Profile mode: one cell in this process, for `node --cpu-prof`.
 
 async function profile(cellId, seconds, tailSeconds) {
-  const { c, shape } = await createCell(cellId);
+  const [id, mode] = cellId.split(':');
+  if (SHAPES[mode] === undefined) throw new Error(`unknown mode in cell ${cellId}`);
+  const c = contender(await createCell(id, mode));
+  const shape = SHAPES[mode];
   await runBatches(c, shape, 5); // warm up
   if (tailSeconds === undefined) {
     const { ms, calls } = await runBatches(c, shape, 1, seconds * 1000);
@@ -374,6 +285,7 @@ const SUSTAINED_S = 12;
 const TAIL_S = 3;
 const SUSTAINED_CELLS = [
   'semaphore:seq',
+  'semaphore-async:seq',
   'opossum:seq',
   'opossum-timeout:seq',
   'opossum-lean:seq',
@@ -406,76 +318,7 @@ async function sustained(reps) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Child: cells driven by the parent over IPC.
-
-async function child(cellIds) {
-  const cells = new Map();
-  for (const cellId of cellIds) cells.set(cellId, await createCell(cellId));
-  const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};
-  process.on('message', (msg) => {
-    handle(msg).then(
-      (reply) => process.send(reply),
-      (error) => {
-        process.send({ error: `${msg.cell ?? cellIds.join(',')}: ${error?.stack ?? error}` });
-      },
-    );
-  });
-  async function handle(msg) {
-    if (msg.cmd === 'exit') {
-      for (const { c } of cells.values()) await c.close?.();
-      setImmediate(() => process.disconnect());
-      return { ok: true, cpuUs: cpuMicros(process.cpuUsage()) };
-    }
-    const cell = cells.get(msg.cell);
-    if (cell === undefined) throw new Error(`cell ${msg.cell} is not hosted here`);
-    const { c, shape } = cell;
-    if (msg.cmd === 'warmup') {
-      const t0 = performance.now();
-      let batches = 0;
-      while (performance.now() - t0 < msg.warmupMs || batches < msg.warmupBatches) {
-        await runBatches(c, shape, 1);
-        batches++;
-      }
-      if (msg.probes === 0) return { batches: 1 };
-      const times = [];
-      for (let i = 0; i < msg.probes; i++) times.push((await runBatches(c, shape, 1)).ms);
-      return { batches: Math.max(1, Math.ceil(msg.targetMs / median(times))) };
-    }
-    if (msg.cmd === 'measure') {
-      if (msg.rewarm) await runBatches(c, shape, 1);
-      if (msg.gc) gc();
-      await yieldToLoop();
-      const cpu0 = process.cpuUsage();
-      const { ms, calls } = await runBatches(c, shape, msg.batches, msg.minMs);
-      const onCpu = cpuMicros(process.cpuUsage(cpu0)) / 1000 / ms;
-      return { ns: (ms * 1e6) / calls, ms, calls, onCpu, info: c.info?.() };
-    }
-    throw new Error(`unknown command ${msg.cmd}`);
-  }
-  process.send({ ready: true });
-}
-
-// ---------------------------------------------------------------------------------------------
 // Parent.
-
-/** Version and folder of a package as resolved from `fromUrl` (walks up from its entry point). */
-function packageInfo(name, fromUrl = import.meta.url) {
-  let dir;
-  try {
-    dir = path.dirname(fileURLToPath(import.meta.resolve(name, fromUrl)));
-  } catch {
-    dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'node_modules', name);
-  }
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === name) return { version: pkg.version, dir };
-    } catch {}
-    const up = path.dirname(dir);
-    if (up === dir) return { version: 'unknown', dir: '' };
-    dir = up;
-  }
-}
 
 /** The opossum limits-breaker loads (its own resolution, not the bench's). */
 function breakerOpossum(breakerDir) {
@@ -488,37 +331,6 @@ function breakerOpossum(breakerDir) {
     return 'unknown';
   }
 }
-
-/** Newest modification time (ms) of the files under `dir`, or 0. */
-
-/** Warns when a package's src changed after its dist was built (the bench runs dist). */
-function buildState(dir) {
-  const src = newestMtime(path.join(dir, 'src'));
-  const dist = newestMtime(path.join(dir, 'dist'));
-  if (dist === 0) return 'dist missing';
-  return src > dist
-    ? `WARNING: src is newer than dist (built ${new Date(dist).toISOString()}), rebuild first`
-    : 'dist newer than src';
-}
-
-/** CPU-seconds all cores have been busy since boot (Linux /proc/stat), or undefined. */
-function machineBusy() {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8')
-      .split('\n')[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    const total = f.reduce((a, b) => a + b, 0);
-    const idle = f[3] + (f[4] ?? 0);
-    return { busyS: (total - idle) / 100 };
-  } catch {
-    return undefined;
-  }
-}
-
-const fmt = (x, digits = 1) => x.toFixed(digits);
 
 function versions() {
   return {
@@ -540,26 +352,18 @@ function childrenCpuS() {
 }
 
 /** The report's title and machine/version lines. `others`: cores used by other processes. */
-function headerLines(title, command, others) {
+function breakerHeader(title, command, others) {
   const { core, breaker, opossum, cockatiel } = versions();
-  const cpus = os.cpus();
-  return [
+  return headerLines(
     title,
-    '',
-    `- command: \`${command}\` (cwd ${process.cwd()})`,
-    `- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`,
-    `- CPU: ${cpus[0]?.model ?? 'unknown'} × ${cpus.length}; load average at end ${os
-      .loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}; other processes used ${
-      others === undefined ? 'unknown' : `${fmt(Math.max(0, others) * 100, 0)}% of a core`
-    } on average during the run`,
-    `- limits-breaker ${breaker.version} (${gitState(breaker.dir)}; ${buildState(breaker.dir)}; uses opossum ${breakerOpossum(breaker.dir)}), ` +
+    command,
+    others,
+    `limits-breaker ${breaker.version} (${gitState(breaker.dir)}; ${buildState(breaker.dir)}; uses opossum ${breakerOpossum(breaker.dir)}), ` +
       `limits-core ${core.version} (${gitState(core.dir)}; ${buildState(core.dir)}), opossum ${opossum.version}, cockatiel ${cockatiel.version}`,
-  ];
+  );
 }
 
-async function parentSustained(reps, command, jsonArg) {
+async function parentSustained(reps, command, jsonPath) {
   const started = performance.now();
   const machine0 = machineBusy();
   const cpu0 = process.cpuUsage();
@@ -572,7 +376,7 @@ async function parentSustained(reps, command, jsonArg) {
     machine === undefined || machine0 === undefined
       ? undefined
       : (machine.busyS - machine0.busyS - ownS) / wallS;
-  const out = headerLines(
+  const out = breakerHeader(
     `# Breaker overhead benchmark, sustained (${SUSTAINED_S} s without pause per contender, last ${TAIL_S} s timed)`,
     command,
     others,
@@ -603,137 +407,49 @@ async function parentSustained(reps, command, jsonArg) {
     out.push(`- ${t.text}: ${fmt(ratio, 2)}× ${ratio <= t.max ? 'met' : 'MISSED'}`);
   }
   console.log(out.join('\n'));
-  if (jsonArg) {
+  if (jsonPath) {
     writeFileSync(
-      jsonArg.slice('--json='.length),
+      jsonPath,
       `${JSON.stringify({ command, node: process.version, othersCpuCores: others, runs: Object.fromEntries(runs) }, null, 2)}\n`,
     );
   }
 }
 
 async function parent(args) {
-  const quick = args.includes('--quick');
-  const jsonArg = args.find((a) => a.startsWith('--json='));
-  const sustainedMode = args.includes('--sustained');
-  const onlyArg = args.find((a) => a.startsWith('--only='))?.slice('--only='.length);
-  const modesArg = args.find((a) => a.startsWith('--modes='))?.slice('--modes='.length);
-  const unknown = args.filter(
-    (a) =>
-      a !== '--quick' &&
-      a !== '--sustained' &&
-      !a.startsWith('--json=') &&
-      a !== '--no-gc' &&
-      !a.startsWith('--only=') &&
-      !a.startsWith('--modes='),
-  );
-  if (unknown.length > 0) throw new Error(`unknown arguments: ${unknown.join(' ')}`);
-  const cfg = quick
-    ? { warmupMs: 0, warmupBatches: 1, probes: 0, targetMs: 0, minMs: 0, reps: 3 }
-    : { warmupMs: 300, warmupBatches: 5, probes: 7, targetMs: 250, minMs: 200, reps: 9 };
-  cfg.rewarm = !quick;
-  cfg.gc = !quick && !args.includes('--no-gc');
-  cfg.processPer = quick ? 'contender' : 'cell';
-
+  const opts = parseArgs(args, ['sustained']);
+  const quick = opts.quick;
+  const cfg = measureConfig(opts, {
+    warmupMs: 0,
+    warmupBatches: 1,
+    probes: 0,
+    targetMs: 0,
+    reps: 3,
+  });
   const script = fileURLToPath(import.meta.url);
-  const command = [
-    'node',
-    ...process.execArgv,
-    path.relative(process.cwd(), script) || script,
-    ...args,
-  ].join(' ');
-  const { core, breaker, opossum, cockatiel } = versions();
-  const cpus = os.cpus();
-  const started = performance.now();
-  const machine0 = machineBusy();
-  const parentCpu0 = process.cpuUsage();
-  let ownCpuUs = 0;
+  const command = commandLine(script, args);
 
   // --quick skips the 64-workers mode to stay under 10 s.
-  const modes = modesArg?.split(',') ?? (quick ? ['seq', 'burst'] : Object.keys(MODES));
-  const only = onlyArg?.split(',');
+  const modes = opts.modes ?? (quick ? ['seq', 'burst'] : Object.keys(MODES));
+  const only = opts.only;
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m}`);
   for (const id of only ?? []) {
     if (!CONTENDERS.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
   }
-  if (sustainedMode) return parentSustained(quick ? 1 : 3, command, jsonArg);
+  const selfTestLine = quick ? await selfTest() : undefined;
+  if (opts.flag('sustained'))
+    return parentSustained(opts.reps ?? (quick ? 1 : 3), command, opts.json);
   const cells = [];
   for (const mode of modes) {
     for (const x of CONTENDERS) {
       if (only === undefined || only.includes(x.id)) {
-        cells.push({ id: `${x.id}:${mode}`, contender: x, mode });
+        cells.push({ id: `${x.id}:${mode}`, group: x.id, contender: x, mode });
       }
     }
   }
-  const groups = new Map();
-  for (const cell of cells) {
-    const key = cfg.processPer === 'cell' ? cell.id : cell.contender.id;
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(cell);
-    Object.assign(cell, { samples: [], ms: [], calls: [], onCpu: [], info: undefined });
-  }
-  const procs = [];
-  for (const group of groups.values()) {
-    const proc = fork(script, [`--cells=${group.map((cell) => cell.id).join(',')}`], {
-      execArgv: [...process.execArgv, '--expose-gc'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    proc.ready = new Promise((resolve, reject) => {
-      proc.once('message', resolve);
-      proc.once('exit', (code) => reject(new Error(`cell process exited early (code ${code})`)));
-    });
-    procs.push(proc);
-    for (const cell of group) cell.proc = proc;
-  }
-  try {
-    await Promise.all(procs.map((proc) => proc.ready));
-    for (const cell of cells) {
-      const reply = await request(cell.proc, {
-        cmd: 'warmup',
-        cell: cell.id,
-        warmupMs: cfg.warmupMs,
-        targetMs: cfg.targetMs,
-        probes: cfg.probes,
-        warmupBatches: cfg.warmupBatches,
-      });
-      cell.batches = reply.batches;
-    }
-    for (let rep = 0; rep < cfg.reps; rep++) {
-      for (let k = 0; k < cells.length; k++) {
-        const cell = cells[(k + rep) % cells.length];
-        const reply = await request(cell.proc, {
-          cmd: 'measure',
-          cell: cell.id,
-          batches: cell.batches,
-          minMs: cfg.minMs,
-          rewarm: cfg.rewarm,
-          gc: cfg.gc,
-        });
-        cell.samples.push(reply.ns);
-        cell.ms.push(reply.ms);
-        cell.calls.push(reply.calls);
-        cell.onCpu.push(reply.onCpu);
-        cell.info = reply.info;
-      }
-      if (!quick) process.stderr.write(`round ${rep + 1}/${cfg.reps} done\n`);
-    }
-  } finally {
-    for (const proc of procs) {
-      if (!proc.connected) continue;
-      try {
-        ownCpuUs += (await request(proc, { cmd: 'exit' })).cpuUs;
-      } catch {}
-    }
-  }
-  ownCpuUs += cpuMicros(process.cpuUsage(parentCpu0));
-  const wallS = (performance.now() - started) / 1000;
-  const machine = machineBusy();
-  const others =
-    machine === undefined || machine0 === undefined
-      ? undefined
-      : (machine.busyS - machine0.busyS - ownCpuUs / 1e6) / wallS;
+  const { wallS, others } = await measureCells(script, cells, cfg, { progress: !quick });
 
   // Report.
-  const out = headerLines(
+  const out = breakerHeader(
     `# Breaker overhead benchmark${quick ? ' (--quick: smoke test, rough numbers)' : ''}`,
     command,
     others,
@@ -743,6 +459,7 @@ async function parent(args) {
       `warm-up ${cfg.warmupMs} ms per cell, ${cfg.reps} round-robin measurements of ~${cfg.targetMs} ms (at least ${cfg.minMs} ms) each, ` +
       `one child process per ${cfg.processPer}; wall time ${fmt(wallS)} s`,
   );
+  if (selfTestLine) out.push(`- ${selfTestLine}`);
   out.push('');
   out.push(
     `| mode | contender | median ns/call | ${REFERENCES.map((r) => r.label).join(' | ')} | min–max ns/call | spread | lowest on-CPU |`,
@@ -757,9 +474,7 @@ async function parent(args) {
     for (const x of CONTENDERS) {
       const cell = cells.find((c) => c.mode === mode && c.contender === x);
       if (cell === undefined) continue; // left out by --only
-      const med = median(cell.samples);
-      const lo = Math.min(...cell.samples);
-      const hi = Math.max(...cell.samples);
+      const { med, lo, hi, spread } = cellStats(cell);
       const ratios = Object.fromEntries(REFERENCES.map((r) => [r.id, med / medianOf(r.id, mode)]));
       rows.push({
         mode,
@@ -774,7 +489,7 @@ async function parent(args) {
         info: cell.info,
       });
       out.push(
-        `| ${MODES[mode]} | ${x.name} | ${fmt(med)} | ${REFERENCES.map((r) => fmt(ratios[r.id], 2)).join(' | ')} | ${fmt(lo)}–${fmt(hi)} | ${fmt(((hi - lo) / med) * 100, 0)}% | ${fmt(Math.min(...cell.onCpu) * 100, 0)}% |`,
+        `| ${MODES[mode]} | ${x.name} | ${fmt(med)} | ${REFERENCES.map((r) => fmt(ratios[r.id], 2)).join(' | ')} | ${fmt(lo)}–${fmt(hi)} | ${fmt(spread * 100, 0)}% | ${fmt(Math.min(...cell.onCpu) * 100, 0)}% |`,
       );
     }
   }
@@ -806,15 +521,15 @@ async function parent(args) {
   }
   console.log(out.join('\n'));
 
-  if (jsonArg) {
+  if (opts.json) {
+    const { core, breaker, opossum, cockatiel } = versions();
     writeFileSync(
-      jsonArg.slice('--json='.length),
+      opts.json,
       `${JSON.stringify(
         {
           command,
           node: process.version,
-          cpu: cpus[0]?.model,
-          cpus: cpus.length,
+          ...cpuInfo(),
           versions: {
             limitsBreaker: breaker.version,
             limitsCore: core.version,
@@ -835,7 +550,7 @@ async function parent(args) {
 const cellsArg = process.argv.find((a) => a.startsWith('--cells='));
 const profileArg = process.argv.find((a) => a.startsWith('--profile='));
 if (cellsArg) {
-  child(cellsArg.slice('--cells='.length).split(',')).catch((error) => {
+  serveCells(cellsArg.slice('--cells='.length).split(','), createCell).catch((error) => {
     console.error(error);
     process.exit(1);
   });
