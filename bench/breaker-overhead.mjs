@@ -20,7 +20,7 @@
 // the loop yields a macrotask turn, so opossum's rolling window and the guard's timeout timer run.
 
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +28,6 @@ import {
   BATCH,
   buildState,
   cellStats,
-  commandLine,
   contender,
   cpuInfo,
   cpuMicros,
@@ -38,16 +37,15 @@ import {
   LIMIT,
   machineBusy,
   measureCells,
-  measureConfig,
   median,
   packageInfo,
-  parseArgs,
+  plan,
   runBatches,
   SEMAPHORES,
   SHAPES,
-  selfTest,
   serveCells,
   task,
+  writeJson,
 } from './harness.mjs';
 
 // The contenders' libraries are imported lazily, by the child processes that need them (faster start).
@@ -408,43 +406,29 @@ async function parentSustained(reps, command, jsonPath) {
   }
   console.log(out.join('\n'));
   if (jsonPath) {
-    writeFileSync(
-      jsonPath,
-      `${JSON.stringify({ command, node: process.version, othersCpuCores: others, runs: Object.fromEntries(runs) }, null, 2)}\n`,
-    );
+    writeJson(jsonPath, {
+      command,
+      node: process.version,
+      othersCpuCores: others,
+      runs: Object.fromEntries(runs),
+    });
   }
 }
 
 async function parent(args) {
-  const opts = parseArgs(args, ['sustained']);
-  const quick = opts.quick;
-  const cfg = measureConfig(opts, {
-    warmupMs: 0,
-    warmupBatches: 1,
-    probes: 0,
-    targetMs: 0,
-    reps: 3,
-  });
   const script = fileURLToPath(import.meta.url);
-  const command = commandLine(script, args);
-
-  // --quick skips the 64-workers mode to stay under 10 s.
-  const modes = opts.modes ?? (quick ? ['seq', 'burst'] : Object.keys(MODES));
-  const only = opts.only;
-  for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m}`);
-  for (const id of only ?? []) {
-    if (!CONTENDERS.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
-  }
-  const selfTestLine = quick ? await selfTest() : undefined;
-  if (opts.flag('sustained'))
+  const { opts, cfg, modes, cells, command, selfTestLine } = await plan({
+    script,
+    args,
+    extra: ['sustained'],
+    quickConfig: { warmupMs: 0, warmupBatches: 1, probes: 0, targetMs: 0, reps: 3 },
+    modeNames: Object.keys(MODES),
+    quickModes: ['seq', 'burst'], // --quick skips the 64-workers mode to stay under 10 s
+    contenders: CONTENDERS,
+  });
+  const quick = opts.quick;
+  if (opts.flag('sustained')) {
     return parentSustained(opts.reps ?? (quick ? 1 : 3), command, opts.json);
-  const cells = [];
-  for (const mode of modes) {
-    for (const x of CONTENDERS) {
-      if (only === undefined || only.includes(x.id)) {
-        cells.push({ id: `${x.id}:${mode}`, group: x.id, contender: x, mode });
-      }
-    }
   }
   const { wallS, others } = await measureCells(script, cells, cfg, { progress: !quick });
 
@@ -523,27 +507,20 @@ async function parent(args) {
 
   if (opts.json) {
     const { core, breaker, opossum, cockatiel } = versions();
-    writeFileSync(
-      opts.json,
-      `${JSON.stringify(
-        {
-          command,
-          node: process.version,
-          ...cpuInfo(),
-          versions: {
-            limitsBreaker: breaker.version,
-            limitsCore: core.version,
-            opossum: opossum.version,
-            cockatiel: cockatiel.version,
-          },
-          othersCpuCores: others,
-          config: cfg,
-          rows,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeJson(opts.json, {
+      command,
+      node: process.version,
+      ...cpuInfo(),
+      versions: {
+        limitsBreaker: breaker.version,
+        limitsCore: core.version,
+        opossum: opossum.version,
+        cockatiel: cockatiel.version,
+      },
+      othersCpuCores: others,
+      config: cfg,
+      rows,
+    });
   }
 }
 

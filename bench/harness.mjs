@@ -17,7 +17,7 @@
 
 import { execFileSync, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -436,6 +436,42 @@ export function measureConfig(opts, quick) {
   return cfg;
 }
 
+/**
+ * What a script's parent needs before measuring: its flags (`parseArgs`, plus `extra`), the settings
+ * (`measureConfig`, `quickConfig` for --quick), the modes (--modes, else `quickModes` with --quick,
+ * else all of `modeNames`), the cells (every contender in `contenders` that --only keeps, in every
+ * chosen mode its optional `modes` lists), the command line, and with --quick the self-test's line.
+ * Throws on an unknown mode or contender.
+ */
+export async function plan({
+  script,
+  args,
+  extra,
+  quickConfig,
+  modeNames,
+  quickModes,
+  contenders,
+}) {
+  const opts = parseArgs(args, extra);
+  const cfg = measureConfig(opts, quickConfig);
+  const modes = opts.modes ?? (opts.quick && quickModes ? quickModes : modeNames);
+  for (const m of modes) if (!modeNames.includes(m)) throw new Error(`unknown mode ${m}`);
+  for (const id of opts.only ?? []) {
+    if (!contenders.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
+  }
+  const cells = [];
+  for (const mode of modes) {
+    for (const x of contenders) {
+      const kept = opts.only === undefined || opts.only.includes(x.id);
+      if (kept && (x.modes ?? modeNames).includes(mode)) {
+        cells.push({ id: `${x.id}:${mode}`, group: x.id, contender: x, mode });
+      }
+    }
+  }
+  const selfTestLine = opts.quick ? await selfTest() : undefined;
+  return { opts, cfg, modes, cells, command: commandLine(script, args), selfTestLine };
+}
+
 /** The command line that started this process, for the report. */
 export function commandLine(script, args) {
   return [
@@ -633,7 +669,10 @@ export const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve))
 /** User + system CPU time of a `process.cpuUsage()` reading, in µs. */
 export const cpuMicros = (u) => u.user + u.system;
 
-/** CPU-seconds all cores have been busy since boot (Linux /proc/stat), or undefined. */
+/**
+ * CPU-seconds all cores have been busy (`busyS`) and have existed (`totalS`) since boot, from Linux's
+ * /proc/stat (user..steal; guest time is already inside user), or undefined elsewhere.
+ */
 export function machineBusy() {
   try {
     const f = readFileSync('/proc/stat', 'utf8')
@@ -642,9 +681,9 @@ export function machineBusy() {
       .split(/\s+/)
       .slice(1)
       .map(Number);
-    const total = f.reduce((a, b) => a + b, 0);
-    const idle = f[3] + (f[4] ?? 0);
-    return { busyS: (total - idle) / 100 }; // USER_HZ is 100 on Linux
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    const idle = f[3] + (f[4] ?? 0); // idle + iowait
+    return { busyS: (total - idle) / 100, totalS: total / 100 }; // USER_HZ is 100 on Linux
   } catch {
     return undefined;
   }
@@ -749,6 +788,9 @@ export function headerLines(title, command, others, packages) {
     `- ${packages}`,
   ];
 }
+
+/** Writes `data` as indented JSON to `file`. */
+export const writeJson = (file, data) => writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
 
 /** CPU model and count, for the JSON output. */
 export const cpuInfo = () => ({ cpu: os.cpus()[0]?.model, cpus: os.cpus().length });

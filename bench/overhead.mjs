@@ -14,7 +14,6 @@
 // hand-written semaphore (then) in the same mode; the limits-core rows also to the semaphore (async),
 // the floor of the results before issue 10.
 
-import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bulkhead } from 'cockatiel';
 import { Limiter, VegasLimit } from 'limits-core';
@@ -23,20 +22,18 @@ import {
   BATCH,
   buildState,
   cellStats,
-  commandLine,
   cpuInfo,
   fmt,
   gitState,
   headerLines,
   LIMIT,
   measureCells,
-  measureConfig,
   median,
   packageInfo,
-  parseArgs,
+  plan,
   SEMAPHORES,
-  selfTest,
   serveCells,
+  writeJson,
 } from './harness.mjs';
 
 /** maxQueued of the limits-core rows, and queue of cockatiel's bulkhead, in the 10,000-at-once shape. */
@@ -162,36 +159,19 @@ function createCell(id, mode) {
 // Parent.
 
 async function parent(args) {
-  const opts = parseArgs(args);
-  const quick = opts.quick;
-  const cfg = measureConfig(opts, {
-    warmupMs: 10,
-    warmupBatches: 1,
-    probes: 1,
-    targetMs: 10,
-    reps: 5,
-  });
-  const modes = opts.modes ?? Object.keys(MODES);
-  for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m}`);
-  for (const id of opts.only ?? []) {
-    if (!CONTENDERS.some((x) => x.id === id)) throw new Error(`unknown contender ${id}`);
-  }
-  const selfTestLine = quick ? await selfTest() : undefined;
-
   const script = fileURLToPath(import.meta.url);
-  const command = commandLine(script, args);
+  const { opts, cfg, modes, cells, command, selfTestLine } = await plan({
+    script,
+    args,
+    quickConfig: { warmupMs: 10, warmupBatches: 1, probes: 1, targetMs: 10, reps: 5 },
+    modeNames: Object.keys(MODES),
+    contenders: CONTENDERS,
+  });
+  const quick = opts.quick;
   const core = packageInfo('limits-core');
   const plimit = packageInfo('p-limit');
   const cockatiel = packageInfo('cockatiel');
 
-  const cells = [];
-  for (const mode of modes) {
-    for (const x of CONTENDERS) {
-      if (runsIn(x, mode) && (opts.only === undefined || opts.only.includes(x.id))) {
-        cells.push({ id: `${x.id}:${mode}`, group: x.id, contender: x, mode });
-      }
-    }
-  }
   const { wallS, others } = await measureCells(script, cells, cfg, { progress: !quick });
 
   // Report.
@@ -263,25 +243,18 @@ async function parent(args) {
   console.log(out.join('\n'));
 
   if (opts.json) {
-    writeFileSync(
-      opts.json,
-      `${JSON.stringify(
-        {
-          command,
-          node: process.version,
-          ...cpuInfo(),
-          limitsCore: core.version,
-          pLimit: plimit.version,
-          cockatiel: cockatiel.version,
-          limiterQueue: LIMITER_QUEUE,
-          reference: REFERENCE,
-          config: cfg,
-          rows,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeJson(opts.json, {
+      command,
+      node: process.version,
+      ...cpuInfo(),
+      limitsCore: core.version,
+      pLimit: plimit.version,
+      cockatiel: cockatiel.version,
+      limiterQueue: LIMITER_QUEUE,
+      reference: REFERENCE,
+      config: cfg,
+      rows,
+    });
   }
 }
 

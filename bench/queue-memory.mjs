@@ -21,12 +21,12 @@
 //   (from PerformanceObserver 'gc' entries) is reported next to it, because it is most of the spread.
 
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { distFingerprint as fingerprint, median } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -279,30 +279,14 @@ async function childDrain(name) {
 function distFingerprint(name) {
   // Which build of limits-core ran (another session may rebuild dist while we run).
   if (!name.startsWith('limits')) return undefined;
-  const dist = process.env.LIMITS_CORE
-    ? path.dirname(process.env.LIMITS_CORE)
-    : path.join(HERE, 'node_modules', 'limits-core', 'dist');
-  const h = createHash('sha256');
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
-      a.name < b.name ? -1 : 1,
-    )) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.js')) h.update(e.name).update(readFileSync(p));
-    }
-  };
-  walk(dist);
-  return h.digest('hex').slice(0, 12);
+  return fingerprint(
+    process.env.LIMITS_CORE
+      ? path.dirname(process.env.LIMITS_CORE)
+      : path.join(HERE, 'node_modules', 'limits-core', 'dist'),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 function runChild(name, mode) {
   const out = execFileSync(

@@ -27,12 +27,12 @@
 // nor left; every contender here is FIFO).
 
 import { fork } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { distFingerprint as fingerprint } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -298,25 +298,11 @@ async function child(name) {
 
 function distFingerprint() {
   // Which build of limits-core ran (another session may rebuild dist while we run).
-  const dist = process.env.LIMITS_CORE
-    ? path.dirname(process.env.LIMITS_CORE)
-    : path.join(HERE, 'node_modules', 'limits-core', 'dist');
-  const h = createHash('sha256');
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
-      a.name < b.name ? -1 : 1,
-    )) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.js')) h.update(e.name).update(readFileSync(p));
-    }
-  };
-  try {
-    walk(dist);
-    return h.digest('hex').slice(0, 12);
-  } catch {
-    return 'unknown';
-  }
+  return fingerprint(
+    process.env.LIMITS_CORE
+      ? path.dirname(process.env.LIMITS_CORE)
+      : path.join(HERE, 'node_modules', 'limits-core', 'dist'),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -41,11 +41,12 @@
 // phase, and login p99 in the incident ≤ 2 × login p99 outside it (pre + post arrivals together).
 
 import { execFileSync, fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { machineBusy } from './harness.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 const args = process.argv.slice(2);
@@ -278,24 +279,6 @@ function provenance() {
   );
 }
 
-/** Aggregate CPU jiffies from /proc/stat as ms (Linux only), or undefined. */
-function procStat() {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8')
-      .split('\n')[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    const hz = 100; // USER_HZ
-    const idle = f[3] + f[4]; // idle + iowait
-    const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // user..steal
-    return { busyMs: ((total - idle) * 1000) / hz, totalMs: (total * 1000) / hz };
-  } catch {
-    return undefined;
-  }
-}
-
 const pct = (sorted, p) =>
   sorted.length === 0
     ? Number.NaN
@@ -339,7 +322,7 @@ async function main() {
   const sequential = flag('sequential');
   const started = Date.now();
   const loadBefore = os.loadavg()[0];
-  const statBefore = procStat();
+  const statBefore = machineBusy();
   let results;
   if (sequential) {
     results = [];
@@ -348,12 +331,12 @@ async function main() {
     results = await Promise.all(only.map(runChild));
   }
   const wallS = (Date.now() - started) / 1000;
-  const statAfter = procStat();
+  const statAfter = machineBusy();
   // Machine-wide CPU busy time during the run (from /proc/stat), and how much of it was ours.
   let cpuLine = '';
   if (statBefore && statAfter) {
-    const busyMs = statAfter.busyMs - statBefore.busyMs;
-    const totalMs = statAfter.totalMs - statBefore.totalMs;
+    const busyMs = (statAfter.busyS - statBefore.busyS) * 1000;
+    const totalMs = (statAfter.totalS - statBefore.totalS) * 1000;
     const oursMs = results.reduce((a, r) => a + r.cpuMs, 0);
     cpuLine =
       ` CPU busy during the run: ${((100 * busyMs) / totalMs).toFixed(0)} % of ${os.cpus().length} CPUs, ` +
