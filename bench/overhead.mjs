@@ -1,6 +1,6 @@
 // Per-call overhead of running a trivial async function through a concurrency limiter.
 //
-//   node bench/overhead.mjs            full run (about 1.5 minutes)
+//   node bench/overhead.mjs            full run (about 2 minutes)
 //   node bench/overhead.mjs --quick    smoke test (about 5 s; numbers are rough, barely warmed up;
 //                                      checks the floor semaphores first, see harness.mjs --self-test)
 //   node bench/overhead.mjs --json=out.json   also write the raw samples as JSON
