@@ -6,8 +6,10 @@
 //   node bench/breaker-overhead.mjs --json=out.json   also write the raw samples as JSON
 //   node bench/breaker-overhead.mjs --only=opossum-timeout,guard-timeout --modes=burst
 //                                                a subset of contenders (ids below) and modes (seq, burst, workers)
+//   node bench/breaker-overhead.mjs --reps=5 --no-gc   5 rounds (default 9, --quick 3), no forced GC
 //   node bench/breaker-overhead.mjs --sustained  sequential, each contender 12 s without pause, last
-//                                                3 s timed (opossum's rolling window full); ~4.5 min
+//                                                3 s timed (opossum's rolling window full); ~5 min
+//                                                (--reps=n rounds, default 3; --quick 1)
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/breaker-overhead.mjs --profile=guard:seq [--seconds=3]
 //                                                one cell, in this process, for profiling
 //

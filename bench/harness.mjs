@@ -151,7 +151,7 @@ export function createAsyncSemaphore(limit) {
 /** Wraps a semaphore as a contender (`run`, `inflight`, `idle`). */
 function semaphoreContender(sem) {
   return {
-    run: sem.run,
+    run: (fn) => sem.run(fn), // the same wrapper as every other row
     inflight: () => sem.active,
     idle: () =>
       sem.active === 0 && sem.waiting === 0 ? '' : `active=${sem.active} waiting=${sem.waiting}`,
