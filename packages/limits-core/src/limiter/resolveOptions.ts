@@ -1,6 +1,6 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { type Clock, systemClock } from '../internal/clock.js';
-import { checkFunction, checkNumber } from '../internal/validate.js';
+import { checkFunction, checkNumber, checkOneOf } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
@@ -30,6 +30,7 @@ export interface ResolvedOptions {
   estimator: CostEstimator | undefined;
   gate: CapacityGate | undefined;
   classify: Classify | undefined;
+  trackLeaks: 'off' | 'on' | 'stack';
 }
 
 const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
@@ -114,5 +115,6 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     estimator,
     gate: options.gate,
     classify: checkFunction<Classify>('classify', options.classify),
+    trackLeaks: checkOneOf('trackLeaks', options.trackLeaks, 'on', ['off', 'on', 'stack']),
   };
 }
