@@ -18,6 +18,7 @@ import { WaiterList } from '../queue/WaiterList.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
+import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
 import {
   ACQUIRE_KEYS,
   type AcquireOptions,
@@ -42,13 +43,6 @@ const SERVICE_WEIGHT = 1 / 16;
  * real slow-down still moves it (by up to ×1.56 per sample, so 10 ms → 5 s in about 14 samples).
  */
 const SERVICE_SAMPLE_CAP = 10;
-
-/** What the leak registry keeps per tracked permit (never the permit itself). */
-interface LeakRecord {
-  cost: number;
-  startTime: number;
-  stack: string | undefined;
-}
 
 /** A `close()` caller waiting for the permits in flight. */
 interface CloseWaiter {
@@ -126,10 +120,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #timerSkew = 0;
   /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
   #badLimit = false;
-  readonly #leaks: FinalizationRegistry<LeakRecord> | undefined;
-  readonly #leakStacks: boolean;
-  /** Tracked permits not yet released (no `unregister` call while it is 0). */
-  #tracked = 0;
+  readonly #leaks: LeakTracker | undefined;
   #leakWarned = false;
   /** The resolve function `#capture` just received (taken at once by `#enqueue`). */
   #captured: ((value: unknown) => void) | undefined = undefined;
@@ -176,11 +167,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     this.#limit = Math.floor(initial);
     this.#capacity = Math.max(this.#limit, o.probeSlots);
-    this.#leakStacks = o.trackLeaks === 'stack';
     this.#leaks =
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined
-        : new FinalizationRegistry((record) => this.#reclaim(record));
+        : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
     this.#hooks = { classify: o.classify, onError: (e) => this.#reportListenerError(e) };
   }
 
@@ -243,21 +233,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
-    const permit = this._tryAcquire(options, 'tryAcquire');
-    if (permit !== undefined && this.#leaks !== undefined) this.#track(permit);
-    return permit;
-  }
-
-  /**
-   * @internal `tryAcquire()` without leak tracking, for integrations that always report their
-   * permits' outcomes (the breaker's guard).
-   * @throws TypeError/RangeError for bad options.
-   */
-  _tryAcquire(options?: AcquireOptions, where = 'tryAcquire'): Permit | undefined {
     let cost = 1;
     let hasDeadline = false;
     if (options !== undefined) {
-      checkAcquire(where, options);
+      checkAcquire('tryAcquire', options);
       cost = options.cost ?? 1;
       if (options.signal?.aborted) return undefined;
       if (options.deadline !== undefined || options.timeout !== undefined) {
@@ -274,7 +253,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     ) {
       return undefined;
     }
-    return this.#grant(cost, 0, hasDeadline, Number.NaN, undefined);
+    const permit = this.#grant(cost, 0, hasDeadline, Number.NaN, undefined);
+    this.#leaks?.track(permit);
+    return permit;
   }
 
   /**
@@ -363,7 +344,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
       if (sink !== undefined) return permit;
       if (task === undefined) {
-        if (this.#leaks !== undefined) this.#track(permit);
+        this.#leaks?.track(permit);
         return Promise.resolve(permit);
       }
       return this.#runWith(permit, task, options, deadline, now);
@@ -489,9 +470,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** @internal Called by a permit, once. */
   _release(permit: Permit, outcome: Outcome): void {
-    if (this.#tracked > 0 && (this.#leaks as FinalizationRegistry<LeakRecord>).unregister(permit)) {
-      this.#tracked--;
-    }
     this.#release(permit.cost, permit.startTime, permit.inflight, outcome);
   }
 
@@ -683,30 +661,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (typeof settle !== 'function') {
       settle._granted(w);
     } else if (w.task === undefined) {
-      if (this.#leaks !== undefined) this.#track(w);
+      this.#leaks?.track(w);
       settle(w);
     } else {
       this.#runQueued(w, w.task, settle, now);
     }
   }
 
-  /** Registers a permit handed to user code for leak detection (the record never refers to it). */
-  #track(permit: Permit): void {
-    (this.#leaks as FinalizationRegistry<LeakRecord>).register(
-      permit,
-      {
-        cost: permit.cost,
-        startTime: permit.startTime,
-        stack: this.#leakStacks ? leakStack() : undefined,
-      },
-      permit,
-    );
-    this.#tracked++;
-  }
-
   /** A tracked permit was collected without an outcome: release its units and report it. */
-  #reclaim(record: LeakRecord): void {
-    this.#tracked--;
+  #reclaim(record: TrackedPermit): void {
     const heldMs = Number.isNaN(record.startTime)
       ? Number.NaN
       : Math.max(0, this.#now() - record.startTime);
@@ -1134,10 +1097,4 @@ function algorithmName(algorithm: LimitAlgorithm): string {
   return typeof name === 'string' && name !== '' && name !== 'Object'
     ? name
     : 'a custom algorithm (plain object)';
-}
-
-/** Where a tracked permit was acquired (the caller's frames, without the limiter's own). */
-function leakStack(): string | undefined {
-  const stack = new Error('permit acquired here').stack;
-  return stack;
 }
