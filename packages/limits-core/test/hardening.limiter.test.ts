@@ -3,6 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, test, vi } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
+import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import type { Clock } from '../src/internal/clock.js';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import type { ReleaseEvent } from '../src/limiter/events.js';
@@ -78,6 +79,26 @@ describe('bad acquire input is refused before anything changes', () => {
     held.success();
     expect(limiter.tryAcquire()).toBeDefined();
     await expect(limiter.close({ timeoutMs: 0 })).resolves.toBeDefined();
+  });
+
+  // issue 9, finding 1
+  test('a cost estimator that throws leaves no waiter queued', async () => {
+    class Failing extends CostEstimator {
+      override estimate(): number {
+        throw new Error('estimator bug');
+      }
+    }
+    const limiter = new Limiter({
+      limit: 1,
+      maxQueued: 10,
+      fairness: { estimator: new Failing() },
+    });
+    const held = limiter.tryAcquire() as Permit;
+    await expect(limiter.acquire({ tenant: 'a', kind: 'k' })).rejects.toThrow('estimator bug');
+    expect(limiter.queued).toBe(0);
+    expect(limiter.snapshot().tenants).toBe(0);
+    held.success();
+    await expect(limiter.close()).resolves.toMatchObject({ drained: true });
   });
 
   // bad input
@@ -222,9 +243,9 @@ describe('algorithm values are checked', () => {
 
 describe('leaked permits', () => {
   /** Runs gc and lets finalizers run until `done()` or a bound. */
-  async function collect(done: () => boolean): Promise<void> {
+  async function collect(done: () => boolean, rounds = 200): Promise<void> {
     // Permits are registered with the collector once still held after the tracking window (100 ms).
-    for (let i = 0; i < 200 && !done(); i++) {
+    for (let i = 0; i < rounds && !done(); i++) {
       gc();
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -265,7 +286,7 @@ describe('leaked permits', () => {
     expect(limiter.inflight).toBe(0);
     permit.success();
     expect(limiter.inflight).toBe(0);
-    await collect(() => false);
+    await collect(() => false, 20);
     expect(leaks).toHaveLength(0);
   });
 
@@ -417,6 +438,25 @@ describe('time budgets end to end', () => {
     expect(limiter.inflight).toBe(0);
   });
 
+  // issue 9, finding 10
+  test('a task declaring no parameter is still bounded by its budget', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 1, clock });
+    const task = deferred();
+    let error: unknown;
+    limiter
+      .run(() => task.promise, { timeout: 100 })
+      .catch((e) => {
+        error = e;
+      });
+    await clock.advance(100);
+    expect(error).toMatchObject({ name: 'TimeoutError' });
+    expect(limiter.inflight).toBe(1);
+    task.reject(new Error('late'));
+    await flush();
+    expect(limiter.inflight).toBe(0);
+  });
+
   test('a task that ends before its deadline clears its timer and resolves', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
@@ -492,6 +532,52 @@ describe('queue order and clocks', () => {
     expect(limiter.queued).toBe(1);
     held.success();
     void big;
+  });
+
+  // issue 9, finding 13
+  test('adaptive order serves a fitting newcomer at once while a queue stands', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({
+      limit: 3,
+      maxQueued: 10,
+      queueOrder: 'adaptive',
+      standingQueueMs: 50,
+      clock,
+    });
+    limiter.tryAcquire({ cost: 2 });
+    void limiter.acquire({ cost: 2 });
+    let early = false;
+    void limiter.acquire({ cost: 1 }).then(() => {
+      early = true;
+    });
+    await flush();
+    expect(early).toBe(false); // not standing yet: FIFO, the older waiter is next in line
+    await clock.advance(60);
+    let late = false;
+    void limiter.acquire({ cost: 1 }).then(() => {
+      late = true;
+    });
+    await flush();
+    expect(late).toBe(true);
+  });
+
+  // issue 9, finding 13
+  test('priority queueing serves a newcomer put first that fits at once; one not first waits', async () => {
+    const limiter = new Limiter({ limit: 3, maxQueued: 10, priority: { agingPerSecond: 0 } });
+    limiter.tryAcquire({ cost: 2 });
+    void limiter.acquire({ cost: 2, priority: 1 });
+    let low = false;
+    void limiter.acquire({ cost: 1, priority: 0 }).then(() => {
+      low = true;
+    });
+    let high = false;
+    void limiter.acquire({ cost: 1, priority: 5 }).then(() => {
+      high = true;
+    });
+    await flush();
+    expect(high).toBe(true);
+    expect(low).toBe(false);
+    expect(limiter.queued).toBe(2);
   });
 
   // issue 9, finding 14
