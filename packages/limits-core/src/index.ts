@@ -19,6 +19,7 @@ export type { AcquireSink } from './limiter/AcquireSink.js';
 export type {
   AcquireEvent,
   ExpireEvent,
+  LeakEvent,
   LimitEvent,
   LimiterEvents,
   QueueEvent,
@@ -28,6 +29,8 @@ export type {
 export { Limiter } from './limiter/Limiter.js';
 export type {
   AcquireOptions,
+  CloseOptions,
+  CloseResult,
   CodelOptions,
   LimiterOptions,
   LimiterSnapshot,

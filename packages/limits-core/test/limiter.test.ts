@@ -243,17 +243,21 @@ describe('Limiter.run', () => {
     expect(samples).toHaveLength(0);
   });
 
-  test('the task receives the caller signal', async () => {
+  test("the task receives a signal of its own that follows the caller's", async () => {
     const limiter = new Limiter({ limit: 1 });
     const ac = new AbortController();
     let got: AbortSignal | undefined;
+    const reason = new Error('stop');
     await limiter.run(
       (signal) => {
         got = signal;
+        ac.abort(reason);
       },
       { signal: ac.signal },
     );
-    expect(got).toBe(ac.signal);
+    expect(got).not.toBe(ac.signal);
+    expect(got?.aborted).toBe(true);
+    expect(got?.reason).toBe(reason);
     await limiter.run((signal) => {
       expect(signal.aborted).toBe(false);
     });

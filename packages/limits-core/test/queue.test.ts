@@ -225,12 +225,8 @@ describe('bounded queue', () => {
     const closing = limiter.close();
     held?.success();
     await closing;
-    expect(reasons.map((r) => r.reason)).toEqual([
-      'queue_full',
-      'too_large',
-      'queue_full',
-      'closed',
-    ]);
+    // A spent time budget is refused as such before the queue is considered (issue 9, finding 12).
+    expect(reasons.map((r) => r.reason)).toEqual(['queue_full', 'too_large', 'deadline', 'closed']);
     for (const r of reasons) {
       expect(Number.isFinite(r.retryAfterMs)).toBe(true);
       expect(r.retryAfterMs).toBeGreaterThanOrEqual(0);

@@ -2,7 +2,13 @@ import { EventEmitter } from 'eventemitter3';
 import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { Clock } from '../internal/clock.js';
-import { checkNumber } from '../internal/validate.js';
+import {
+  checkKeys,
+  checkNumber,
+  checkSignal,
+  checkString,
+  formatValue,
+} from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
@@ -12,21 +18,37 @@ import { WaiterList } from '../queue/WaiterList.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
-import type {
-  AcquireOptions,
-  CapacityGate,
-  LimiterOptions,
-  LimiterSnapshot,
-  QueueOrder,
+import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
+import {
+  ACQUIRE_KEYS,
+  type AcquireOptions,
+  type CapacityGate,
+  type CloseOptions,
+  type CloseResult,
+  type LimiterOptions,
+  type LimiterSnapshot,
+  type QueueOrder,
 } from './options.js';
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { type RunHooks, runQueued, runUnderPermit } from './runTask.js';
+import { NEVER_ABORTED, type RunHooks, runBudgeted, runQueued, runUnderPermit } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
 
 /** Weight of a new hold time in the service-time average. */
 const SERVICE_WEIGHT = 1 / 16;
+/**
+ * A single hold time counts at most this many times the current service-time estimate: a clock that
+ * jumps forward (an injected `Date.now`-style clock) must not set the estimate to hours, while a
+ * real slow-down still moves it (by up to ×1.56 per sample, so 10 ms → 5 s in about 14 samples).
+ */
+const SERVICE_SAMPLE_CAP = 10;
+
+/** A `close()` caller waiting for the permits in flight. */
+interface CloseWaiter {
+  resolve: (result: CloseResult) => void;
+  timer: unknown;
+}
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -86,7 +108,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #untimed = 0;
   #stalledSamples = 0;
   #closed = false;
-  #drained: Array<() => void> = [];
+  #drained: CloseWaiter[] = [];
+  /**
+   * Backward clock jumps so far: the limiter's time is `clock.now() + #skew`, which never goes
+   * backwards (an injected clock need not be monotonic). Queue times, expiries, permit start times
+   * and deadlines (converted at admission) all use it.
+   */
+  #skew = 0;
+  #lastRaw = -Infinity;
+  /** `#skew` when the queue timer was set: a jump since then is detected when it fires. */
+  #timerSkew = 0;
+  /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
+  #badLimit = false;
+  readonly #leaks: LeakTracker | undefined;
+  #leakWarned = false;
   /** The resolve function `#capture` just received (taken at once by `#enqueue`). */
   #captured: ((value: unknown) => void) | undefined = undefined;
   readonly #capture = (resolve: (value: unknown) => void): void => {
@@ -114,10 +149,28 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#gate = o.gate;
     this.#sampleEvery = o.sampleEvery;
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
-      this.#stall = new StallDetector(o.clock, o.stallThresholdMs, () => this.#permits > 0);
+      const clock = o.clock;
+      // The detector sees the limiter's (monotonic) time, as the permits' start times do.
+      const time: Clock = {
+        now: () => this.#now(),
+        setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+        clearTimeout: (handle) => clock.clearTimeout(handle),
+      };
+      this.#stall = new StallDetector(time, o.stallThresholdMs, () => this.#permits > 0);
     }
-    this.#limit = Math.floor(o.algorithm.limit);
+    const initial = o.algorithm.limit;
+    if (!validLimit(initial)) {
+      const message = `limits: option "limit" must be a number ≥ 0 or a LimitAlgorithm whose limit is a number in [0, Infinity), got ${algorithmName(o.algorithm)} with limit ${formatValue(initial)}`;
+      throw typeof initial === 'number' && !Number.isNaN(initial)
+        ? new RangeError(message)
+        : new TypeError(message);
+    }
+    this.#limit = Math.floor(initial);
     this.#capacity = Math.max(this.#limit, o.probeSlots);
+    this.#leaks =
+      o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
+        ? undefined
+        : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
     this.#hooks = { classify: o.classify, onError: (e) => this.#reportListenerError(e) };
   }
 
@@ -162,7 +215,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       queued: this.#list.size,
       queuedCost: this.#queuedCost,
       queuedBytes: this.#queuedBytes,
-      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#clock.now() - head.enqueuedAt),
+      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#now() - head.enqueuedAt),
       serviceMs: this.#service(),
       stalledSamples: this.#stalledSamples,
       tenants: this.#selector instanceof DeficitRoundRobin ? this.#selector.tenants : 0,
@@ -171,35 +224,46 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * Takes a permit if capacity is free now and nobody is queued; never waits.
-   * @returns the permit, or `undefined` when the limiter is full, closed, has waiters, the cost can
-   *   never fit, or `signal` is aborted.
-   * @throws RangeError/TypeError for a bad `cost`.
+   * Takes a permit if capacity is free now and no waiter is ahead (nobody queued, or with LIFO order
+   * the newest is served first anyway); never waits. Report its outcome exactly once; a permit
+   * collected without one is reclaimed and reported (see `trackLeaks`).
+   * @returns the permit, or `undefined` when the limiter is full, closed, has waiters ahead, the cost
+   *   can never fit, `signal` is aborted, or the deadline (or `timeout: 0`) has passed.
+   * @throws TypeError/RangeError for bad options (unknown key, wrong type, out of range), before
+   *   anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
-    const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
+    let cost = 1;
+    let hasDeadline = false;
+    if (options !== undefined) {
+      checkAcquire('tryAcquire', options);
+      cost = options.cost ?? 1;
+      if (options.signal?.aborted) return undefined;
+      if (options.deadline !== undefined || options.timeout !== undefined) {
+        hasDeadline = true;
+        const now = this.#now();
+        if (this.#deadlineOf(options, now) <= now) return undefined;
+      }
+    }
     if (
       this.#closed ||
-      this.#list.size > 0 ||
+      (this.#list.size > 0 && !this.#newestFirst()) ||
       cost > this.#maxCost ||
-      !this.#fits(cost) ||
-      options?.signal?.aborted
+      !this.#fits(cost)
     ) {
       return undefined;
     }
-    return this.#grant(
-      cost,
-      0,
-      options?.timeout !== undefined || options?.deadline !== undefined,
-      Number.NaN,
-      undefined,
-    );
+    const permit = this.#grant(cost, 0, hasDeadline, Number.NaN, undefined);
+    this.#leaks?.track(permit);
+    return permit;
   }
 
   /**
-   * Takes a permit, waiting in the bounded queue when the limiter is full.
+   * Takes a permit, waiting in the bounded queue when the limiter is full. Report its outcome
+   * exactly once; a permit collected without one is reclaimed and reported (see `trackLeaks`).
    * @returns the permit.
-   * @throws LimitExceededError (rejected promise) with the reason it was not admitted.
+   * @throws (as a rejected promise, never synchronously) LimitExceededError with the reason it was
+   *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
     return this.#admit(options, undefined, undefined) as Promise<Permit>;
@@ -209,63 +273,96 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @internal `acquire()` without a promise, for integrations with a per-call object of their own:
    * returns the permit when granted at once; otherwise returns `undefined` and calls
    * `sink._granted(permit)` when granted later, or `sink._refused(error)` when refused (for a refusal
-   * at admission, before this returns).
-   * @throws RangeError/TypeError for bad acquire options (as `acquire()` rejects with them).
+   * at admission, before this returns). Its permits are not leak-tracked.
+   * @throws RangeError/TypeError for bad acquire options (as `acquire()` rejects with them), before
+   *   anything changes.
    */
   _acquireFor(sink: AcquireSink, options?: AcquireOptions): Permit | undefined {
     return this.#admit(options, undefined, sink) as Permit | undefined;
   }
 
   /**
+   * The limiter's time: the clock, made monotonic (a backward jump is absorbed into `#skew`).
+   */
+  #now(): number {
+    const raw = this.#clock.now();
+    if (raw < this.#lastRaw) this.#skew += this.#lastRaw - raw;
+    this.#lastRaw = raw;
+    return raw + this.#skew;
+  }
+
+  /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
+  #deadlineOf(options: AcquireOptions, now: number): number {
+    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#skew;
+    return options.timeout === undefined ? deadline : Math.min(deadline, now + options.timeout);
+  }
+
+  /**
+   * Whether a newcomer is next in line although waiters are queued: LIFO order (and adaptive order
+   * while a standing queue persists) serves the newest first, so one that fits starts at once
+   * (work-conserving).
+   */
+  #newestFirst(): boolean {
+    if (this.#selector !== undefined || this.#order === 'fifo') return false;
+    return this.#order === 'lifo' || this.#now() - this.#lastEmptyAt >= this.#standingMs;
+  }
+
+  /**
    * Admission for `acquire()`, `run()` (with `task`) and `_acquireFor()` (with `sink`). Returns the
-   * caller's promise, or for a sink the permit granted at once (else `undefined`).
+   * caller's promise, or for a sink the permit granted at once (else `undefined`). Bad options reject
+   * the promise (a sink's caller gets the throw) before anything changes.
    */
   #admit(
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
     sink: AcquireSink | undefined,
   ): unknown {
-    const cost = options?.cost === undefined ? 1 : checkCost(options.cost);
-    const signal = options?.signal;
-    if (signal?.aborted) return this.#refuse(sink, 'aborted', cost, signal.reason);
+    let cost = 1;
+    let now = Number.NaN;
+    let deadline = Infinity;
+    if (options !== undefined) {
+      try {
+        checkAcquire(task === undefined ? 'acquire' : 'run', options);
+      } catch (error) {
+        if (sink !== undefined) throw error;
+        return Promise.reject(error);
+      }
+      cost = options.cost ?? 1;
+      if (options.signal?.aborted) {
+        return this.#refuse(sink, 'aborted', cost, options.signal.reason);
+      }
+      if (options.deadline !== undefined || options.timeout !== undefined) {
+        now = this.#now();
+        deadline = this.#deadlineOf(options, now);
+      }
+    }
     if (this.#closed) return this.#refuse(sink, 'closed', cost);
     if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
-    if (this.#list.size === 0 && this.#fits(cost)) {
-      const permit = this.#grant(
-        cost,
-        0,
-        options?.timeout !== undefined || options?.deadline !== undefined,
-        Number.NaN,
-        undefined,
-      );
+    // A time budget already spent is refused even when capacity is free.
+    if (deadline <= now) return this.#refuse(sink, 'deadline', cost);
+    if ((this.#list.size === 0 || this.#newestFirst()) && this.#fits(cost)) {
+      const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
       if (sink !== undefined) return permit;
-      return task === undefined ? Promise.resolve(permit) : this.#runWith(permit, task, options);
+      if (task === undefined) {
+        this.#leaks?.track(permit);
+        return Promise.resolve(permit);
+      }
+      return this.#runWith(permit, task, options, deadline, now);
     }
     if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
     if (this.#list.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
     if (this.#selector?.refuse(options?.tenant) !== undefined) {
       return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
     }
-    const bytes = options?.bytes === undefined ? 0 : checkBytes(options.bytes);
+    const bytes = options?.bytes ?? 0;
     if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
       return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
     }
-    const now = this.#clock.now();
-    let deadline = options?.deadline ?? Infinity;
-    if (options?.timeout !== undefined) {
-      deadline = Math.min(deadline, now + checkNumber('timeout', options.timeout, 0, { min: 0 }));
-    }
-    if (deadline !== Infinity) {
-      if (typeof deadline !== 'number' || Number.isNaN(deadline)) {
-        throw new TypeError(
-          `limits: option "deadline" must be a number (clock ms), got ${String(deadline)}`,
-        );
-      }
-      // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
-      // queue ahead cannot start, and the call cannot finish, in time.
-      if (deadline <= now || now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
-        return this.#refuse(sink, 'deadline', cost);
-      }
+    if (Number.isNaN(now)) now = this.#now();
+    // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
+    // queue ahead cannot start, and the call cannot finish, in time.
+    if (deadline !== Infinity && now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
+      return this.#refuse(sink, 'deadline', cost);
     }
     return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
   }
@@ -291,12 +388,33 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * The outcome comes from `classify` (default: resolved → success, timeout/abort error → dropped,
    * other error → ignore). A task that throws synchronously never started: its permit is returned at
    * once with `ignore`.
+   *
+   * A time budget (`timeout` or `deadline`) is end to end: refused at admission when it cannot be
+   * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
+   * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
+   * settles, then released as `dropped`.
+   *
+   * The task's signal: with a budget or a caller `signal`, a task that declares a parameter
+   * (`task.length > 0`) gets a signal of its own (following the caller's; creating one costs about
+   * 2 µs on Node 20, so a task declaring no parameter gets the caller's signal as is). Without either,
+   * the signal can never abort and is one shared object that keeps no listeners.
    * @returns what the task returned.
-   * @throws LimitExceededError when not admitted; otherwise whatever the task threw.
+   * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
+   *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
+   *   whatever the task threw.
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
-    const permit = this.tryAcquire(options);
-    if (permit !== undefined) return this.#runWith(permit, task, options);
+    if (typeof task !== 'function') {
+      return Promise.reject(
+        new TypeError(
+          `limits: argument "task" of run() must be a function, got ${formatValue(task)}`,
+        ),
+      );
+    }
+    if (options === undefined && !this.#closed && this.#list.size === 0 && this.#fits(1)) {
+      const permit = this.#grant(1, 0, false, Number.NaN, undefined);
+      return runUnderPermit(permit, task, NEVER_ABORTED, this.#hooks);
+    }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
     return this.#admit(options, task as (signal: AbortSignal) => unknown, undefined) as Promise<T>;
@@ -304,51 +422,92 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /**
    * Stops admitting (new requests reject with reason `closed`), rejects every queued waiter with
-   * reason `closed`, and resolves once every permit in flight has been released. Idempotent.
+   * reason `closed`, and resolves once every permit in flight has been released, or once `timeoutMs`
+   * has passed on the limiter's clock, whichever comes first. It resolves (never rejects for held
+   * permits) with what was still held, so a shutdown hook can log it: `{ drained, permits, inflight }`.
+   * A leaked permit that is garbage-collected is reclaimed (see `trackLeaks`), but a collection may
+   * never come: bound the wait with `timeoutMs`. Idempotent; each call waits on its own terms.
+   * @throws (as a rejected promise, before anything changes) TypeError/RangeError for bad options.
    */
-  close(): Promise<void> {
+  close(options?: CloseOptions): Promise<CloseResult> {
+    let timeoutMs = Infinity;
+    if (options !== undefined) {
+      try {
+        checkKeys('close', options, ['timeoutMs']);
+        timeoutMs = checkNumber('timeoutMs', options.timeoutMs, Infinity, {
+          min: 0,
+          allowInfinity: true,
+        });
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     this.#closed = true;
     while (this.#list.head !== undefined) this.#fail(this.#list.head, 'closed');
     this.#clearTimer();
     if (this.#permits === 0) {
       this.#stall?.stop();
-      return Promise.resolve();
+      return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
     }
-    return new Promise((resolve) => this.#drained.push(resolve));
+    return new Promise((resolve) => {
+      const waiter: CloseWaiter = { resolve, timer: undefined };
+      this.#drained.push(waiter);
+      if (timeoutMs === Infinity) return;
+      waiter.timer = this.#clock.setTimeout(() => {
+        waiter.timer = undefined;
+        const i = this.#drained.indexOf(waiter);
+        if (i >= 0) this.#drained.splice(i, 1);
+        resolve({ drained: false, permits: this.#permits, inflight: this.#inflight });
+      }, timeoutMs);
+      // The system clock's timers do not hold the process open; a bounded close should (else
+      // `await limiter.close({ timeoutMs })` at the top level ends the process before it resolves).
+      const handle = waiter.timer as { ref?: () => unknown } | null;
+      if (typeof handle === 'object' && handle !== null && typeof handle.ref === 'function') {
+        handle.ref();
+      }
+    });
   }
 
   /** @internal Called by a permit, once. */
   _release(permit: Permit, outcome: Outcome): void {
-    this.#inflight -= permit.cost;
+    this.#release(permit.cost, permit.startTime, permit.inflight, outcome);
+  }
+
+  #release(cost: number, startTime: number, inflight: number, outcome: Outcome): void {
+    this.#inflight -= cost;
     this.#permits--;
-    const timed = !Number.isNaN(permit.startTime);
+    const timed = !Number.isNaN(startTime);
     // One clock read per release: the dispatch below reuses it.
-    const now = timed ? this.#clock.now() : Number.NaN;
-    const rtt = now - permit.startTime;
+    const now = timed ? this.#now() : Number.NaN;
+    // Never negative: the limiter's time does not go backwards.
+    const rtt = now - startTime;
     let stalled = false;
     if (timed) {
       if (this.#serviceMs === 0) {
-        this.#serviceMs = rtt;
+        this.#serviceMs = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#initialServiceMs);
       } else {
+        // A clock jump forward must not set the estimate to hours: one sample counts at most
+        // SERVICE_SAMPLE_CAP times the current estimate.
+        const sample = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#serviceMs);
         this.#serviceDevMs +=
-          (Math.abs(rtt - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
-        this.#serviceMs += (rtt - this.#serviceMs) * SERVICE_WEIGHT;
+          (Math.abs(sample - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
+        this.#serviceMs += (sample - this.#serviceMs) * SERVICE_WEIGHT;
       }
       if (this.#adaptive && outcome !== 'ignore') {
-        stalled = this.#stall?.overlaps(permit.startTime, permit.startTime + rtt) ?? false;
+        stalled = this.#stall?.overlaps(startTime, startTime + rtt) ?? false;
         if (stalled) this.#stalledSamples++;
-        else this.#feed(permit.startTime, permit.inflight, rtt, outcome === 'dropped');
+        else this.#feed(startTime, inflight, rtt, outcome === 'dropped');
       }
     } else if (outcome === 'dropped' && this.#adaptive) {
       // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
       // service-time estimate (drops are too important to sample away).
       const service = this.#service();
-      this.#feed(this.#clock.now() - service, permit.inflight, service, true);
+      this.#feed(this.#now() - service, inflight, service, true);
     }
     if (this.#events().release !== undefined) {
-      this.#emit('release', { outcome, rtt, cost: permit.cost, inflight: this.#inflight, stalled });
+      this.#emit('release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
-    this.#gate?.released(permit.cost);
+    this.#gate?.released(cost);
     if (this.#list.size > 0) this.#dispatch(now);
     this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
@@ -409,18 +568,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
     sink: AcquireSink | undefined,
-  ): Promise<unknown> | undefined {
+  ): unknown {
     const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
-    let promise: Promise<unknown> | undefined;
-    let settle: ((value: unknown) => void) | AcquireSink;
-    if (sink === undefined) {
-      // One shared executor instead of a closure (and its context) per queued call.
-      promise = new Promise<unknown>(this.#capture);
-      settle = this.#captured as (value: unknown) => void;
-      this.#captured = undefined;
-    } else {
-      settle = sink;
-    }
     const signal = options?.signal;
     const selector = this.#selector;
     let extras: WaiterExtras | undefined;
@@ -437,18 +586,38 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       extras.signal = signal;
       if (task !== undefined) extras.options = options;
     }
+    let promise: Promise<unknown> | undefined;
+    let settle: ((value: unknown) => void) | AcquireSink;
+    if (sink === undefined) {
+      // One shared executor instead of a closure (and its context) per queued call.
+      promise = new Promise<unknown>(this.#capture);
+      settle = this.#captured as (value: unknown) => void;
+      this.#captured = undefined;
+    } else {
+      settle = sink;
+    }
     const waiter = new Waiter(this, cost, now, settle, extras, task);
+    if (selector !== undefined) {
+      // Everything that can throw (a user's estimator, a fairness quantum function) runs before the
+      // limiter's own state changes: a refused waiter must leave nothing behind.
+      try {
+        (extras as WaiterExtras).sel = new SelectorEntry(
+          waiter,
+          options?.tenant,
+          options?.priority ?? 0,
+          this.#estimator === undefined
+            ? cost
+            : this.#estimator.estimate(options?.kind ?? '', bytes),
+        );
+        selector.add(waiter);
+      } catch (error) {
+        if (sink !== undefined) throw error;
+        (settle as (value: unknown) => void)(Promise.reject(error));
+        return promise;
+      }
+    }
     if (this.#list.size === 0) this.#lastEmptyAt = now;
     this.#list.push(waiter);
-    if (selector !== undefined) {
-      (extras as WaiterExtras).sel = new SelectorEntry(
-        waiter,
-        options?.tenant,
-        checkNumber('priority', options?.priority, 0, {}),
-        this.#estimator === undefined ? cost : this.#estimator.estimate(options?.kind ?? '', bytes),
-      );
-      selector.add(waiter);
-    }
     if (this.#heapMode) {
       if (expiresAt !== Infinity) this.#toHeap(waiter, expiresAt);
     } else if (expiresAt < this.#lastExpiry) {
@@ -469,7 +638,66 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.#events().queue !== undefined) {
       this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
     }
+    // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
+    // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
+    if (
+      selector !== undefined &&
+      waiter.slot >= 0 &&
+      this.#fits(cost) &&
+      selector.peek(now) === waiter
+    ) {
+      this.#unqueue(waiter, true, now);
+      if (this.#list.size === 0) this.#clearTimer();
+      this.#grant(cost, 0, deadline !== Infinity, now, waiter);
+      if (sink !== undefined) return waiter;
+      this.#serve(waiter, now);
+    }
     return promise;
+  }
+
+  /** Hands a granted waiter's permit to its caller (or starts its `run` task). */
+  #serve(w: Waiter, now: number): void {
+    const settle = w.settle;
+    if (typeof settle !== 'function') {
+      settle._granted(w);
+    } else if (w.task === undefined) {
+      this.#leaks?.track(w);
+      settle(w);
+    } else {
+      this.#runQueued(w, w.task, settle, now);
+    }
+  }
+
+  /** A tracked permit was collected without an outcome: release its units and report it. */
+  #reclaim(record: TrackedPermit): void {
+    const heldMs = Number.isNaN(record.startTime)
+      ? Number.NaN
+      : Math.max(0, this.#now() - record.startTime);
+    if (!this.#leakWarned) {
+      this.#leakWarned = true;
+      const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })
+        .process?.emitWarning;
+      try {
+        warn?.call(
+          (globalThis as { process?: unknown }).process,
+          'limits: a permit was garbage-collected before success(), dropped() or ignore() was ' +
+            "called; its capacity was reclaimed (released as ignore). Listen to the limiter's " +
+            '"leak" event, or set trackLeaks: "stack" to see where it was acquired. ' +
+            '(Reported once per limiter.)',
+          { code: 'LIMITS_PERMIT_LEAK', type: 'LimitsWarning' },
+        );
+      } catch {
+        // A warning that cannot be emitted must not stop the reclaim.
+      }
+    }
+    if (this.#events().leak !== undefined) {
+      this.#emit('leak', {
+        cost: record.cost,
+        heldMs,
+        ...(record.stack === undefined ? {} : { stack: record.stack }),
+      });
+    }
+    this.#release(record.cost, Number.NaN, 0, 'ignore');
   }
 
   #toHeap(w: Waiter, expiresAt: number): void {
@@ -500,7 +728,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       this.#order !== 'fifo' ||
       this.#codelTargetMs !== Infinity ||
       selector !== undefined;
-    const now = timed ? (Number.isNaN(known) ? this.#clock.now() : known) : Number.NaN;
+    const now = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
     const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
     const measured = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
@@ -522,10 +750,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (!this.#fits(w.cost)) break;
       this.#unqueue(w, true, now);
       this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
-      const settle = w.settle;
-      if (typeof settle !== 'function') settle._granted(w);
-      else if (w.task === undefined) settle(w);
-      else this.#runQueued(w, w.task, settle);
+      this.#serve(w, now);
     }
     if (list.size === 0) this.#clearTimer();
   }
@@ -554,7 +779,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
     this.#unqueue(w, false, 0);
     if (reason === 'expired' && this.#events().expire !== undefined) {
-      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#clock.now() - w.enqueuedAt });
+      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#now() - w.enqueuedAt });
     }
     const error = this.#reject(reason, w.cost, cause);
     const settle = w.settle;
@@ -585,13 +810,21 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (at === Infinity || at >= this.#timerAt) return;
     this.#clearTimer();
     this.#timerAt = at;
+    this.#timerSkew = this.#skew;
     this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - now));
   }
 
   readonly #onTimer = (): void => {
+    const due = this.#timerAt;
     this.#timer = undefined;
     this.#timerAt = Infinity;
-    const now = this.#clock.now();
+    let now = this.#now();
+    if (now < due && this.#skew !== this.#timerSkew) {
+      // The clock jumped back since the timer was set; the timer firing shows that real time
+      // reached its due moment: move the limiter's time there, so waiters leave on time.
+      this.#skew += due - now;
+      now = due;
+    }
     while (this.#earliestExpiry() <= now) this.#fail(this.#earliest() as Waiter, 'expired');
     if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {
       for (
@@ -624,7 +857,22 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       this.#reportListenerError(error);
       return;
     }
-    const next = Math.floor(this.#algorithm.limit);
+    const raw = this.#algorithm.limit;
+    if (!validLimit(raw)) {
+      // A plug-in's bad value must not become the capacity (NaN would stop every grant): keep the
+      // last good limit and report it, once until the algorithm gives a good value again.
+      if (!this.#badLimit) {
+        this.#badLimit = true;
+        this.#reportListenerError(
+          new RangeError(
+            `limits: the limit algorithm ${algorithmName(this.#algorithm)} gave limit ${formatValue(raw)} after update(); a limit must be a number in [0, Infinity). The limiter keeps its last good limit (${this.#limit}).`,
+          ),
+        );
+      }
+      return;
+    }
+    this.#badLimit = false;
+    const next = Math.floor(raw);
     if (next === this.#limit) return;
     const previous = this.#limit;
     this.#limit = next;
@@ -670,7 +918,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
-    const startTime = timed ? (Number.isNaN(known) ? this.#clock.now() : known) : Number.NaN;
+    const startTime = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
     let permit: Permit;
     if (waiter === undefined) {
       permit = new Permit(this, cost, startTime, inflight);
@@ -685,12 +933,34 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return permit;
   }
 
-  #runWith<T>(
+  /**
+   * Runs a task admitted at once. With a time budget or a caller signal the task's scope (its own
+   * signal, the deadline timer) is set up by `runBudgeted`; otherwise the plain path.
+   */
+  #runWith(
     permit: Permit,
-    task: (signal: AbortSignal) => T | PromiseLike<T>,
+    task: (signal: AbortSignal) => unknown,
     options: AcquireOptions | undefined,
-  ): Promise<T> {
-    return runUnderPermit(permit, task, options?.signal, this.#runHooks(options));
+    deadline: number,
+    now: number,
+  ): Promise<unknown> {
+    const signal = options?.signal;
+    if (signal === undefined && deadline === Infinity) {
+      return runUnderPermit(permit, task, NEVER_ABORTED, this.#runHooks(options));
+    }
+    const promise = new Promise<unknown>(this.#capture);
+    const resolve = this.#captured as (value: unknown) => void;
+    this.#captured = undefined;
+    runBudgeted(
+      permit,
+      task,
+      signal,
+      deadline === Infinity ? Infinity : deadline - now,
+      this.#clock,
+      this.#runHooks(options),
+      resolve,
+    );
+    return promise;
   }
 
   /** Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
@@ -698,9 +968,25 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     w: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
+    known: number,
   ): void {
     const options = w.options;
-    runQueued(w, task, options?.signal, this.#runHooks(options), resolve);
+    const signal = options?.signal;
+    const deadline = w.deadline;
+    if (signal === undefined && deadline === Infinity) {
+      runQueued(w, task, NEVER_ABORTED, this.#runHooks(options), resolve);
+      return;
+    }
+    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#now();
+    runBudgeted(
+      w,
+      task,
+      signal,
+      deadline === Infinity ? Infinity : deadline - now,
+      this.#clock,
+      this.#runHooks(options),
+      resolve,
+    );
   }
 
   #runHooks(options: AcquireOptions | undefined): RunHooks {
@@ -708,11 +994,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const kind = options?.kind;
     if (estimator === undefined || kind === undefined) return this.#hooks;
     // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
-    const start = this.#clock.now();
+    const start = this.#now();
     const bytes = options?.bytes ?? 0;
     return {
       ...this.#hooks,
-      onSettled: () => estimator.observe(kind, Math.max(0, this.#clock.now() - start), bytes),
+      onSettled: () => estimator.observe(kind, Math.max(0, this.#now() - start), bytes),
     };
   }
 
@@ -753,9 +1039,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   #finishClose(): void {
     this.#stall?.stop();
-    const resolvers = this.#drained;
+    const waiters = this.#drained;
     this.#drained = [];
-    for (const resolve of resolvers) resolve();
+    for (const w of waiters) {
+      if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
+      w.resolve({ drained: true, permits: 0, inflight: 0 });
+    }
   }
 
   #emit<E extends keyof LimiterEvents>(event: E, payload: Parameters<LimiterEvents[E]>[0]): void {
@@ -781,10 +1070,31 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 }
 
-function checkCost(cost: unknown): number {
-  return checkNumber('cost', cost, 1, { min: 0, minExclusive: true });
+/**
+ * Validates acquire options (every path, not only when queueing): unknown keys, types and ranges.
+ * @throws TypeError/RangeError naming the option.
+ */
+function checkAcquire(where: string, o: AcquireOptions): void {
+  checkKeys(where, o, ACQUIRE_KEYS);
+  checkSignal('signal', o.signal);
+  checkNumber('deadline', o.deadline, 0, { allowInfinity: true });
+  checkNumber('timeout', o.timeout, 0, { min: 0, allowInfinity: true });
+  checkNumber('cost', o.cost, 1, { min: 0, minExclusive: true });
+  checkNumber('bytes', o.bytes, 0, { min: 0 });
+  checkString('tenant', o.tenant);
+  checkString('kind', o.kind);
+  checkNumber('priority', o.priority, 0);
 }
 
-function checkBytes(bytes: unknown): number {
-  return checkNumber('bytes', bytes, 0, { min: 0 });
+/** A limit an algorithm may give: a number in `[0, Infinity)`. */
+function validLimit(value: unknown): value is number {
+  return typeof value === 'number' && value >= 0 && value < Infinity;
+}
+
+/** The algorithm's class name, for messages. */
+function algorithmName(algorithm: LimitAlgorithm): string {
+  const name = (algorithm as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object'
+    ? name
+    : 'a custom algorithm (plain object)';
 }

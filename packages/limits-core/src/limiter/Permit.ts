@@ -13,7 +13,9 @@ export interface PermitOwner {
  * The right to run one call (of `cost` units) through a limiter. Report how the call ended exactly
  * once, when it really ended: `success()`, `dropped()` or `ignore()`. The first call wins; later
  * calls do nothing, so a permit can never be returned twice. `using permit = await limiter.acquire()`
- * releases it with `ignore` at the end of the block if nothing else did.
+ * releases it with `ignore` at the end of the block if nothing else did. A permit from `acquire()` or
+ * `tryAcquire()` that is garbage-collected without an outcome is reclaimed by its limiter and
+ * reported (the `leak` event; see `trackLeaks`).
  *
  * @example
  * ```ts
@@ -25,7 +27,10 @@ export interface PermitOwner {
 export class Permit {
   /** Units of capacity this permit holds. */
   readonly cost: number;
-  /** When the permit was granted (clock ms), or `NaN` when the limiter does not time calls. */
+  /**
+   * When the permit was granted, in the limiter's time (its clock's ms, made monotonic: a clock that
+   * jumped back reads lower), or `NaN` when the limiter does not time calls.
+   */
   readonly startTime: number;
   /** Units in flight right after this permit was granted, itself included. */
   readonly inflight: number;
@@ -77,6 +82,14 @@ export class Permit {
   /** Releases with `ignore` if no outcome was reported (for `using`). */
   [Symbol.dispose](): void {
     Permit.#settle(this, 'ignore');
+  }
+
+  /**
+   * @internal Routes the permit's release through `owner` (leak tracking's record, which forwards to
+   * the limiter). Does nothing once released.
+   */
+  static _retarget(permit: Permit, owner: PermitOwner): void {
+    if (permit.#owner !== undefined) permit.#owner = owner;
   }
 
   /**

@@ -74,6 +74,16 @@ export interface ExpireEvent {
   waitedMs: number;
 }
 
+/** Payload of the `leak` event: a permit was garbage-collected without an outcome, and reclaimed. */
+export interface LeakEvent {
+  /** Units it held (now back with the limiter). */
+  cost: number;
+  /** How long it was held before it was collected, in ms (`NaN` when the grant was not timed). */
+  heldMs: number;
+  /** Where it was acquired (only with `trackLeaks: 'stack'`). */
+  stack?: string;
+}
+
 /** Events of a {@link Limiter} (eventemitter3), with their payloads. */
 export interface LimiterEvents {
   /** The integer limit changed. */
@@ -88,6 +98,15 @@ export interface LimiterEvents {
   queue: (event: QueueEvent) => void;
   /** A waiter left the queue by time (followed by a `reject` with reason `expired`). */
   expire: (event: ExpireEvent) => void;
-  /** A listener threw; without an `error` listener the error is rethrown on a microtask. */
+  /**
+   * A permit from `acquire()`/`tryAcquire()` was garbage-collected without `success()`, `dropped()`
+   * or `ignore()`: it was released as `ignore` (see `trackLeaks`).
+   */
+  leak: (event: LeakEvent) => void;
+  /**
+   * A listener threw, or the limit algorithm threw or gave a limit that is not a number in
+   * `[0, Infinity)` (the limiter then keeps its last good limit). Without an `error` listener the
+   * error is rethrown on a microtask.
+   */
   error: (error: unknown) => void;
 }

@@ -123,6 +123,18 @@ export interface LimiterOptions {
    */
   priority?: PriorityOptions;
   /**
+   * Leak detection for permits from `acquire()` and `tryAcquire()` (not `run()`, which completes its
+   * own): a permit garbage-collected before `success()`/`dropped()`/`ignore()` was called is
+   * reclaimed (released as `ignore`), reported on the `leak` event, and once per limiter as a
+   * process warning (`LIMITS_PERMIT_LEAK`). `'stack'` also records where each permit was acquired
+   * (an `Error` stack per permit: for debugging only, about 10 µs per permit). `'on'` costs a few ns
+   * per permit: a permit is registered with the garbage collector (about 0.5 µs on Node 20) only if it
+   * is still held 100 ms (or 1,024 grants) after its grant, so a leak is detected after that plus the
+   * next collection. `'off'` turns tracking off.
+   * @default 'on'
+   */
+  trackLeaks?: 'off' | 'on' | 'stack';
+  /**
    * @internal Replaces the capacity check with an outside ledger (used by `PartitionedLimiter`);
    * not part of the stable API.
    */
@@ -143,28 +155,76 @@ export interface CapacityGate {
   inflight(): number;
 }
 
-/** Options of {@link Limiter.acquire}, {@link Limiter.tryAcquire} and {@link Limiter.run}. */
+/**
+ * Options of {@link Limiter.acquire}, {@link Limiter.tryAcquire} and {@link Limiter.run}. Every key is
+ * checked on every call that passes an options object: an unknown key (with the nearest valid name),
+ * a wrong type (TypeError) or a value out of range (RangeError) makes `acquire()` and `run()` reject
+ * and `tryAcquire()` throw, before anything in the limiter changes.
+ */
 export interface AcquireOptions {
-  /** Aborts the wait (and is handed to the `run` task). An aborted signal rejects at once. */
-  signal?: AbortSignal;
   /**
-   * Absolute deadline in clock ms by which the caller needs the call **finished**: a request that
-   * cannot start and finish before it (given the queue ahead and the measured service time) is
-   * rejected with reason `deadline`, and a waiter that can no longer make it leaves the queue.
+   * Aborts the wait. For `run`, the task gets a signal of its own that follows this one (when the
+   * task declares a parameter). An aborted signal rejects at once with reason `aborted`.
    */
-  deadline?: number;
-  /** Relative deadline in ms (from now); the earlier of `deadline` and `timeout` wins. */
-  timeout?: number;
-  /** Units of capacity the call takes. @default 1 */
-  cost?: number;
-  /** Bytes the request holds while queued (counted against `maxQueuedBytes`). @default 0 */
-  bytes?: number;
-  /** Tenant key for fair queueing (`fairness`); ignored otherwise. */
-  tenant?: string;
-  /** Kind of request, for the fairness cost estimator; ignored otherwise. */
-  kind?: string;
-  /** Queue priority, higher first (`priority`); ignored otherwise. @default 0 */
-  priority?: number;
+  signal?: AbortSignal | undefined;
+  /**
+   * Absolute deadline in clock ms (the limiter's `clock`) by which the caller needs the call
+   * **finished**. A deadline already past is refused with reason `deadline`, even when capacity is
+   * free; a request that would queue is refused when it cannot start and finish in time (given the
+   * queue ahead and the measured service time), and a waiter that can no longer make it leaves the
+   * queue with reason `expired`. For `run`, the budget also bounds the execution: at the deadline
+   * the task's signal aborts with a `TimeoutError` (a `DOMException`) and `run()` rejects with it;
+   * the permit is held until the task really settles and is then released as `dropped`.
+   * Any number (`Infinity`: none).
+   */
+  deadline?: number | undefined;
+  /**
+   * Relative time budget in ms from now, a number ≥ 0 (`Infinity`: none; 0 is always refused with
+   * reason `deadline`); the earlier of `deadline` and `timeout` wins. Same rules as `deadline`.
+   */
+  timeout?: number | undefined;
+  /** Units of capacity the call takes, a number > 0. @default 1 */
+  cost?: number | undefined;
+  /** Bytes the request holds while queued (counted against `maxQueuedBytes`), a number ≥ 0. @default 0 */
+  bytes?: number | undefined;
+  /** Tenant key for fair queueing (`fairness`), a string; ignored otherwise. */
+  tenant?: string | undefined;
+  /** Kind of request for the fairness cost estimator, a string; ignored otherwise. */
+  kind?: string | undefined;
+  /** Queue priority, higher first (`priority`), a finite number; ignored otherwise. @default 0 */
+  priority?: number | undefined;
+}
+
+/** @internal The keys of {@link AcquireOptions}, for unknown-key checks. */
+export const ACQUIRE_KEYS: readonly string[] = [
+  'signal',
+  'deadline',
+  'timeout',
+  'cost',
+  'bytes',
+  'tenant',
+  'kind',
+  'priority',
+];
+
+/** Options of {@link Limiter.close}. */
+export interface CloseOptions {
+  /**
+   * Longest wait in ms for the permits in flight (on the limiter's clock), a number ≥ 0; the promise
+   * then resolves with `drained: false` and what is still held. While it waits, the timer keeps a
+   * Node process alive. @default Infinity (wait until every permit is back)
+   */
+  timeoutMs?: number | undefined;
+}
+
+/** What {@link Limiter.close} resolves with. */
+export interface CloseResult {
+  /** Every permit came back (`false`: `timeoutMs` passed first). */
+  drained: boolean;
+  /** Permits still held when the promise resolved. */
+  permits: number;
+  /** Units still in flight when the promise resolved. */
+  inflight: number;
 }
 
 /** A point-in-time view of a limiter, for logs and dashboards. */

@@ -38,6 +38,7 @@ export interface ResolvedOptions {
   estimator: CostEstimator | undefined;
   gate: CapacityGate | undefined;
   classify: Classify | undefined;
+  trackLeaks: 'off' | 'on' | 'stack';
 }
 
 const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
@@ -64,6 +65,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'fairness',
   'priority',
   'gate',
+  'trackLeaks',
 ];
 
 /** @internal The keys of {@link LimiterOptions.fairness}. */
@@ -268,5 +270,6 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     estimator,
     gate,
     classify,
+    trackLeaks: checkOneOf('trackLeaks', options.trackLeaks, 'on', ['off', 'on', 'stack']),
   };
 }

@@ -1,8 +1,28 @@
+import type { Clock } from '../internal/clock.js';
 import { type Classify, defaultClassify, type Outcome } from './outcome.js';
 import type { Permit } from './Permit.js';
 
-/** A signal that never aborts, handed to tasks run without one (no allocation per call). */
-export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+/**
+ * The signal handed to a task that can never be aborted (no caller `signal`, no time budget): a
+ * real `AbortSignal` that never aborts and whose `addEventListener`/`removeEventListener` do
+ * nothing, so the listeners every task adds (`fetch` adds one per call) are not kept on this one
+ * shared object (they could never fire anyway). Creating a signal per task instead costs about 2 µs
+ * on Node 20 (measured; a bare limited call costs about 0.1 µs).
+ */
+export const NEVER_ABORTED: AbortSignal = inert(new AbortController().signal);
+
+function inert(signal: AbortSignal): AbortSignal {
+  const noop = { value: () => {}, writable: false, enumerable: false, configurable: false };
+  Object.defineProperty(signal, 'addEventListener', noop);
+  Object.defineProperty(signal, 'removeEventListener', noop);
+  Object.defineProperty(signal, 'onabort', {
+    get: () => null,
+    set: () => {},
+    enumerable: false,
+    configurable: false,
+  });
+  return signal;
+}
 
 /** @internal What `runUnderPermit` needs from the limiter. */
 export interface RunHooks {
@@ -94,6 +114,127 @@ async function follow(
     return;
   }
   resolve(failed ? Promise.reject(error) : value);
+}
+
+/**
+ * @internal The per-task state of a `run()` with a time budget or a caller `signal`: the task's own
+ * `AbortController` (when the task declares a parameter), the caller's signal it follows, and the
+ * deadline timer on the limiter's clock. It is its own abort listener on the caller's signal.
+ */
+class TaskScope {
+  controller: AbortController | undefined = undefined;
+  timer: unknown = undefined;
+  /** The deadline passed: the caller got the `TimeoutError`, the permit is released as `dropped`. */
+  timedOut = false;
+  constructor(
+    readonly permit: Permit,
+    readonly caller: AbortSignal | undefined,
+    readonly clock: Clock,
+    readonly hooks: RunHooks,
+    readonly resolve: (value: unknown) => void,
+  ) {}
+
+  /** The caller's signal aborted: so does the task's. */
+  handleEvent(): void {
+    this.controller?.abort(this.caller?.reason);
+  }
+
+  readonly onTimeout = (): void => {
+    this.timer = undefined;
+    this.timedOut = true;
+    const reason = new DOMException(
+      'limits: the time budget of this run() ran out',
+      'TimeoutError',
+    );
+    this.controller?.abort(reason);
+    this.resolve(Promise.reject(reason));
+  };
+
+  /** The task settled: stop following the caller and the clock. */
+  end(): void {
+    if (this.timer !== undefined) {
+      this.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.controller !== undefined) this.caller?.removeEventListener('abort', this);
+  }
+}
+
+/**
+ * @internal `runQueued` for a run with a time budget (`budgetMs`, from now; `Infinity` for none) or a
+ * caller `signal`. The task gets a signal of its own that follows the caller's and aborts with a
+ * `TimeoutError` (a `DOMException`, as `AbortSignal.timeout()` gives) when the budget runs out; the
+ * caller's promise then rejects at once with that reason, while the permit stays held until the task
+ * really settles and is then released as `dropped`. The task's own signal is created only when the
+ * task declares a parameter (`task.length > 0`): it costs about 2 µs on Node 20. A task declaring none
+ * receives the caller's signal (or the never-aborting one) and is still bounded by the budget.
+ */
+export function runBudgeted(
+  permit: Permit,
+  task: (signal: AbortSignal) => unknown,
+  caller: AbortSignal | undefined,
+  budgetMs: number,
+  clock: Clock,
+  hooks: RunHooks,
+  resolve: (value: unknown) => void,
+): void {
+  const scope = new TaskScope(permit, caller, clock, hooks, resolve);
+  let signal = caller ?? NEVER_ABORTED;
+  if (task.length > 0) {
+    const controller = new AbortController();
+    scope.controller = controller;
+    signal = controller.signal;
+    if (caller !== undefined) {
+      if (caller.aborted) controller.abort(caller.reason);
+      else caller.addEventListener('abort', scope);
+    }
+  }
+  if (budgetMs !== Infinity) scope.timer = clock.setTimeout(scope.onTimeout, Math.max(0, budgetMs));
+  let result: unknown;
+  try {
+    result = task(signal);
+  } catch (error) {
+    scope.end();
+    permit.ignore();
+    if (!scope.timedOut) resolve(Promise.reject(error));
+    return;
+  }
+  void followScoped(scope, result);
+}
+
+async function followScoped(scope: TaskScope, result: unknown): Promise<void> {
+  let value: unknown;
+  let error: unknown;
+  let failed = false;
+  try {
+    value = await result;
+  } catch (e) {
+    failed = true;
+    error = e;
+  }
+  scope.end();
+  if (scope.timedOut) {
+    // The caller already has its TimeoutError; the call ran past its budget: a congestion signal.
+    try {
+      scope.hooks.onSettled?.();
+    } catch (hookError) {
+      scope.hooks.onError(hookError);
+    }
+    scope.permit.dropped();
+    return;
+  }
+  try {
+    settle(
+      scope.permit,
+      failed ? (error ?? new Error('task rejected with undefined')) : undefined,
+      value,
+      scope.hooks,
+    );
+  } catch (settleError) {
+    scope.resolve(Promise.reject(settleError));
+    return;
+  }
+  scope.resolve(failed ? Promise.reject(error) : value);
 }
 
 /** Reports how the task ended on its permit; `error` is `undefined` when it resolved. */

@@ -99,7 +99,9 @@ export class Waiter extends Permit {
 
   /** The signal aborted. */
   handleEvent(): void {
-    (this._owner() as (PermitOwner & WaiterOwner) | undefined)?._abortWaiter(this);
+    // Once granted the waiter is no longer listening; a granted permit's owner may be a leak
+    // tracker's record, which has no waiters.
+    (this._owner() as Partial<WaiterOwner> | undefined)?._abortWaiter?.(this);
   }
 }
 
