@@ -482,6 +482,27 @@ describe('time budgets end to end', () => {
   });
 
   // issue 9, finding 11
+  test('each task declaring a signal parameter gets a signal of its own, queued or not', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 10 });
+    const seen: AbortSignal[] = [];
+    const gate = deferred();
+    const first = limiter.run((signal) => {
+      seen.push(signal);
+      return gate.promise;
+    });
+    const queued = limiter.run(async (signal) => {
+      seen.push(signal);
+    });
+    gate.resolve(undefined);
+    await Promise.all([first, queued]);
+    await limiter.run(async (signal) => {
+      seen.push(signal);
+    });
+    expect(new Set(seen).size).toBe(3);
+    expect(seen.every((s) => s instanceof AbortSignal && !s.aborted)).toBe(true);
+  });
+
+  // issue 9, finding 11
   test("each task run with the caller's signal gets its own signal that follows the caller's", async () => {
     const limiter = new Limiter({ limit: 10 });
     const caller = new AbortController();

@@ -32,7 +32,7 @@ import {
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { NEVER_ABORTED, type RunHooks, runBudgeted, runQueued, runUnderPermit } from './runTask.js';
+import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
 
 /** Weight of a new hold time in the service-time average. */
@@ -394,10 +394,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
    * settles, then released as `dropped`.
    *
-   * The task's signal: with a budget or a caller `signal`, a task that declares a parameter
-   * (`task.length > 0`) gets a signal of its own (following the caller's; creating one costs about
-   * 2 µs on Node 20, so a task declaring no parameter gets the caller's signal as is). Without either,
-   * the signal can never abort and is one shared object that keeps no listeners.
+   * The task's signal: a task that declares a parameter (`task.length > 0`) gets a signal of its own,
+   * following the caller's `signal` and aborting at the budget (creating one costs about 2 µs on
+   * Node 20). A task declaring no parameter gets the caller's signal as is, or without one a shared
+   * inert signal that never aborts and keeps no listeners.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
@@ -413,7 +413,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     if (options === undefined && !this.#closed && this.#list.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
-      return runUnderPermit(permit, task, NEVER_ABORTED, this.#hooks);
+      return runUnderPermit(permit, task, taskSignal(task), this.#hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
@@ -946,7 +946,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   ): Promise<unknown> {
     const signal = options?.signal;
     if (signal === undefined && deadline === Infinity) {
-      return runUnderPermit(permit, task, NEVER_ABORTED, this.#runHooks(options));
+      return runUnderPermit(permit, task, taskSignal(task), this.#runHooks(options));
     }
     const promise = new Promise<unknown>(this.#capture);
     const resolve = this.#captured as (value: unknown) => void;
@@ -974,7 +974,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const signal = options?.signal;
     const deadline = w.deadline;
     if (signal === undefined && deadline === Infinity) {
-      runQueued(w, task, NEVER_ABORTED, this.#runHooks(options), resolve);
+      runQueued(w, task, taskSignal(task), this.#runHooks(options), resolve);
       return;
     }
     const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#now();
