@@ -1,5 +1,12 @@
 import type { Clock } from '../internal/clock.js';
-import { checkNumber } from '../internal/validate.js';
+import {
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  checkObject,
+  formatValue,
+  nearestName,
+} from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { Limiter } from '../limiter/Limiter.js';
@@ -21,20 +28,28 @@ export interface PartitionOptions
     | 'initialServiceMs'
   > {
   /**
-   * Capacity reserved for this partition and never lent to others: a whole number of units, or a
-   * fraction in (0, 1) of the current total limit (rounded down).
+   * Capacity reserved for this partition and never lent to others: a whole number of units ≥ 0, or a
+   * fraction in (0, 1) of the current total limit (rounded down). Fractions add up to at most 1, and
+   * all reserves to at most the total (a fixed one, or an adaptive one's `maxLimit`).
    * @default 0
    */
   reserved?: number;
-  /** Most units this partition may borrow from the shared pool on top of its reserve. @default Infinity */
+  /**
+   * Most units this partition may borrow from the shared pool on top of its reserve: an integer ≥ 0,
+   * or `Infinity`.
+   * @default Infinity
+   */
   maxBorrow?: number;
 }
 
 /** Options of {@link PartitionedLimiter}. */
 export interface PartitionedLimiterOptions {
-  /** Total capacity: a number, or an adaptive algorithm fed by every partition's calls. */
+  /**
+   * Total capacity: an integer ≥ 1, or an adaptive algorithm fed by every partition's calls (its
+   * `maxLimit`, when it has one, bounds what a partition can ever have).
+   */
   limit: number | LimitAlgorithm;
-  /** The partitions by name. */
+  /** The partitions by name (at least one); each partition's options are checked like a Limiter's. */
   partitions: Record<string, PartitionOptions>;
   /** Time source and timers. @default the system clock */
   clock?: Clock;
@@ -78,11 +93,31 @@ interface Part {
   name: string;
   reserved: number;
   maxBorrow: number;
+  /** The most units this partition can ever have: a costlier request is refused with `too_large`. */
+  maxCost: number;
   running: number;
   borrowed: number;
   released: number;
   limiter: Limiter;
 }
+
+const OPTION_KEYS = ['limit', 'partitions', 'clock', 'classify', 'stallThresholdMs'] as const;
+const PARTITION_KEYS = [
+  'reserved',
+  'maxBorrow',
+  'maxQueued',
+  'maxQueuedBytes',
+  'maxQueueWaitMs',
+  'queueOrder',
+  'standingQueueMs',
+  'codel',
+  'fairness',
+  'priority',
+  'initialServiceMs',
+] as const;
+
+/** Totals scanned for a partition's largest reach when fractional reserves make it non-monotone. */
+const REACH_SCAN = 10_000;
 
 /**
  * Bulkheads over one capacity: each partition has a reserved minimum that is never lent out, and
@@ -90,6 +125,14 @@ interface Part {
  * use idle shared capacity, yet never the others' reserves, so a slow feature cannot starve a
  * critical one. `stopBorrowing()` during an incident stops new borrowing; existing borrows drain as
  * their work really ends. Each partition is a full {@link Limiter} (its own queue settings, events).
+ *
+ * What a partition can ever have is its reserve plus what it may borrow (`maxBorrow`, bounded by the
+ * shared pool), at the largest total (a fixed total, or an adaptive one's `maxLimit`): a costlier
+ * request is refused with reason `too_large` at once. A request within that reach but above what the
+ * partition can have now (an adaptive total shrank) runs alone, as in a plain Limiter: once its
+ * partition has nothing in flight and no partition borrows from the shared pool (while it waits for
+ * that, no new loans start), it takes its reserve, the whole pool and the gap; the other partitions'
+ * reserves still hold. Deadline admission and `retryAfterMs` count what the partition can use now.
  *
  * If an adaptive total falls below the sum of absolute reserves, the reserves still hold (the
  * shared pool is empty): a reserve is a guarantee, so the total may be exceeded by up to that gap.
@@ -112,30 +155,78 @@ export class PartitionedLimiter {
   #borrowedSum = 0;
   #runningSum = 0;
   #pokeFrom = 0;
+  /** The total's last good value (an algorithm's bad one is reported and ignored). */
+  #totalValue: number;
+  /** A partition whose head waits to run alone: no new loans start meanwhile. */
+  #claim: Part | undefined = undefined;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * Every option is checked before anything is built.
+   * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError
+   *   for a value out of range: each names the option, the allowed range and the value given.
+   */
   constructor(options: PartitionedLimiterOptions) {
-    const limit = options.limit;
-    this.#total = typeof limit === 'number' ? new FixedLimit(limit) : limit;
-    if (typeof this.#total?.update !== 'function' || typeof this.#total.limit !== 'number') {
-      throw new TypeError('limits: option "limit" must be a number or a LimitAlgorithm');
+    if (options === undefined) {
+      throw new TypeError(
+        'limits: PartitionedLimiter options must be an object with "limit" and "partitions", got undefined',
+      );
     }
-    const names = Object.keys(options.partitions ?? {});
+    checkKeys('PartitionedLimiter', options, OPTION_KEYS);
+    const limit = options.limit as unknown;
+    let maxTotal: number;
+    if (typeof limit === 'number') {
+      this.#total = new FixedLimit(checkNumber('limit', limit, 0, { min: 1, integer: true }));
+      maxTotal = limit;
+    } else if (
+      limit !== null &&
+      typeof limit === 'object' &&
+      typeof (limit as LimitAlgorithm).update === 'function'
+    ) {
+      this.#total = limit as LimitAlgorithm;
+      checkNumber('limit.limit', this.#total.limit, 0, { min: 0 });
+      const max = checkNumber('limit.maxLimit', this.#total.maxLimit, Infinity, {
+        min: 0,
+        allowInfinity: true,
+      });
+      maxTotal = Math.floor(max);
+    } else {
+      throw new TypeError(
+        `limits: option "limit" must be an integer ≥ 1 or a LimitAlgorithm (an object with limit and update), got ${formatValue(limit)}`,
+      );
+    }
+    this.#totalValue = this.#total.limit;
+    if (options.clock !== undefined) checkClock(options.clock);
+    checkFunction('classify', options.classify);
+    checkNumber('stallThresholdMs', options.stallThresholdMs, 50, {
+      min: 0,
+      minExclusive: true,
+      allowInfinity: true,
+    });
+    const partitions = options.partitions as unknown;
+    if (partitions === undefined) {
+      throw new TypeError(
+        'limits: option "partitions" must be an object naming at least one partition, got undefined',
+      );
+    }
+    checkObject('partitions', partitions);
+    const names = Object.keys(partitions as object);
     if (names.length === 0)
       throw new RangeError('limits: option "partitions" must name at least one partition');
     let absolute = 0;
     let fractions = 0;
     for (const name of names) {
-      const p = options.partitions[name] as PartitionOptions;
-      const reserved = checkNumber(`partitions.${name}.reserved`, p.reserved, 0, { min: 0 });
+      const p = (partitions as Record<string, unknown>)[name] as PartitionOptions | undefined;
+      checkKeys('PartitionedLimiter', p, PARTITION_KEYS, `partitions.${name}.`);
+      const reserved = checkNumber(`partitions.${name}.reserved`, p?.reserved, 0, { min: 0 });
       if (reserved > 0 && reserved < 1) fractions += reserved;
       else if (!Number.isInteger(reserved)) {
         throw new RangeError(
-          `limits: option "partitions.${name}.reserved" must be a whole number of units or a fraction in (0, 1), got ${reserved}`,
+          `limits: option "partitions.${name}.reserved" must be a whole number of units or a fraction in (0, 1), got ${formatValue(reserved)}`,
         );
       } else absolute += reserved;
-      checkNumber(`partitions.${name}.maxBorrow`, p.maxBorrow, Infinity, {
+      checkNumber(`partitions.${name}.maxBorrow`, p?.maxBorrow, Infinity, {
         min: 0,
+        integer: true,
         allowInfinity: true,
       });
     }
@@ -144,57 +235,82 @@ export class PartitionedLimiter {
         `limits: the fractional reserves of "partitions" add up to ${fractions}, more than 1`,
       );
     }
-    const initialTotal = Math.floor(this.#total.limit);
-    if (
-      typeof limit === 'number' &&
-      absolute + Math.floor(fractions * initialTotal) > initialTotal
-    ) {
+    if (maxTotal !== Infinity && absolute + Math.floor(fractions * maxTotal) > maxTotal) {
       throw new RangeError(
-        `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${initialTotal}`,
+        `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${maxTotal}${typeof limit === 'number' ? '' : " (the algorithm's maxLimit)"}`,
       );
     }
-    // A fixed total needs no sampling (the limiter skips the clock for a FixedLimit).
-    const shared = typeof limit === 'number' ? undefined : this.#proxy();
     for (const name of names) {
-      const p = options.partitions[name] as PartitionOptions;
-      const part: Part = {
+      const p = ((partitions as Record<string, PartitionOptions | undefined>)[name] ??
+        {}) as PartitionOptions;
+      this.#order.push({
         name,
         reserved: p.reserved ?? 0,
         maxBorrow: p.maxBorrow ?? Infinity,
+        maxCost: 0,
         running: 0,
         borrowed: 0,
         released: 0,
         limiter: undefined as unknown as Limiter,
-      };
-      const { reserved: _r, maxBorrow: _m, ...queueOptions } = p;
-      part.limiter = new Limiter({
-        ...queueOptions,
-        limit: shared ?? new FixedLimit(limit as number),
-        probeSlots: 0,
-        gate: this.#gate(part),
-        ...(options.clock === undefined ? {} : { clock: options.clock }),
-        ...(options.classify === undefined ? {} : { classify: options.classify }),
-        ...(options.stallThresholdMs === undefined
-          ? {}
-          : { stallThresholdMs: options.stallThresholdMs }),
       });
-      this.#parts.set(name, part);
-      this.#order.push(part);
+    }
+    this.#computeReach(maxTotal);
+    for (const part of this.#order) {
+      if (part.maxCost < 1) {
+        throw new RangeError(
+          `limits: partition "${part.name}" could never run a call: it has no reserve and ${part.maxBorrow === 0 ? '"maxBorrow" is 0' : 'the shared pool is empty (the other reserves take the whole total)'}`,
+        );
+      }
+    }
+    // A fixed total needs no sampling (the limiter skips the clock for a FixedLimit).
+    const shared = typeof limit === 'number' ? undefined : this.#proxy();
+    for (const part of this.#order) {
+      const p = ((partitions as Record<string, PartitionOptions | undefined>)[part.name] ??
+        {}) as PartitionOptions;
+      const { reserved: _r, maxBorrow: _m, ...queueOptions } = p;
+      try {
+        part.limiter = new Limiter({
+          ...queueOptions,
+          limit: shared ?? new FixedLimit(limit as number),
+          probeSlots: 0,
+          gate: this.#gate(part),
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
+          ...(options.classify === undefined ? {} : { classify: options.classify }),
+          ...(options.stallThresholdMs === undefined
+            ? {}
+            : { stallThresholdMs: options.stallThresholdMs }),
+        });
+      } catch (error) {
+        throw prefixed(error, `partitions.${part.name}.`);
+      }
+      this.#parts.set(part.name, part);
     }
   }
 
-  /** The limiter of one partition (acquire, run, events, snapshot). @throws RangeError for an unknown name. */
+  /**
+   * The limiter of one partition (acquire, run, events, snapshot).
+   * @throws TypeError when `name` is not a string; RangeError for an unknown name (with the nearest one).
+   */
   partition(name: string): Limiter {
     return this.#part(name).limiter;
   }
 
-  /** Runs `task` in partition `name`; see {@link Limiter.run}. */
+  /**
+   * Runs `task` in partition `name`; see {@link Limiter.run}.
+   * @throws (rejected promise) TypeError/RangeError for a bad or unknown `name`, as `partition()` throws.
+   */
   run<T>(
     name: string,
     task: (signal: AbortSignal) => T | PromiseLike<T>,
     options?: AcquireOptions,
   ): Promise<T> {
-    return this.#part(name).limiter.run(task, options);
+    let part: Part;
+    try {
+      part = this.#part(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return part.limiter.run(task, options);
   }
 
   /** Stops new borrowing from the shared pool; existing borrows drain as their work ends. */
@@ -240,17 +356,21 @@ export class PartitionedLimiter {
   }
 
   #part(name: string): Part {
+    if (typeof name !== 'string') {
+      throw new TypeError(`limits: a partition name must be a string, got ${formatValue(name)}`);
+    }
     const part = this.#parts.get(name);
     if (part === undefined) {
+      const near = nearestName(name, [...this.#parts.keys()]);
       throw new RangeError(
-        `limits: unknown partition "${name}"; partitions are ${[...this.#parts.keys()].map((n) => `"${n}"`).join(', ')}`,
+        `limits: unknown partition "${name}"; partitions are ${[...this.#parts.keys()].map((n) => `"${n}"`).join(', ')}${near === undefined ? '' : `; did you mean "${near}"?`}`,
       );
     }
     return part;
   }
 
   #totalNow(): number {
-    return Math.max(0, Math.floor(this.#total.limit));
+    return Math.max(0, Math.floor(this.#totalValue));
   }
 
   #reservedOf(p: Part, total: number): number {
@@ -263,15 +383,55 @@ export class PartitionedLimiter {
     return Math.max(0, total - reserved);
   }
 
+  /** What `p` can have at `total` when nobody else borrows: its reserve and what it may borrow. */
+  #reachAt(p: Part, total: number, shared: number): number {
+    return this.#reservedOf(p, total) + Math.min(p.maxBorrow, shared);
+  }
+
+  /**
+   * Sets each partition's `maxCost`: the most it can have at any total up to `maxTotal`. Without
+   * fractional reserves that grows with the total; with them, rounding makes it wobble, so the
+   * largest totals are scanned.
+   */
+  #computeReach(maxTotal: number): void {
+    let fractions = 0;
+    let fractional = 0;
+    let absolute = 0;
+    for (const p of this.#order) {
+      if (p.reserved > 0 && p.reserved < 1) {
+        fractions += p.reserved;
+        fractional++;
+      } else absolute += p.reserved;
+    }
+    if (maxTotal === Infinity) {
+      // The shared pool grows without bound unless the fractions take all of it (then the
+      // rounding leftovers, fewer than one unit per fractional partition, are all that is shared).
+      const sharedBound = fractions < 1 ? Infinity : Math.max(0, fractional - 1 - absolute);
+      for (const p of this.#order) {
+        p.maxCost =
+          p.reserved > 0 && p.reserved < 1
+            ? Infinity
+            : p.reserved + Math.min(p.maxBorrow, sharedBound);
+      }
+      return;
+    }
+    const lowest = fractional === 0 ? maxTotal : Math.max(0, maxTotal - REACH_SCAN);
+    for (let total = maxTotal; total >= lowest; total--) {
+      const shared = this.#shared(total);
+      for (const p of this.#order) p.maxCost = Math.max(p.maxCost, this.#reachAt(p, total, shared));
+    }
+  }
+
   /** Every partition feeds the one total algorithm; its limit is what each partition's limiter sees. */
   #proxy(): LimitAlgorithm {
     const total = this.#total;
+    const self = this;
     return {
       get limit() {
-        return total.limit;
+        return self.#totalValue;
       },
       get maxLimit() {
-        return total.maxLimit ?? Math.floor(total.limit);
+        return total.maxLimit;
       },
       get lastDecision() {
         return total.lastDecision;
@@ -279,6 +439,14 @@ export class PartitionedLimiter {
       update: (sample: Sample) => {
         const before = this.#totalNow();
         const next = total.update(sample);
+        const value = total.limit;
+        if (typeof value !== 'number' || !(value >= 0) || value === Infinity) {
+          // Reported by the partition's limiter (its `error` event); the last good total stays.
+          throw new RangeError(
+            `limits: the PartitionedLimiter's limit algorithm gave limit ${formatValue(value)}; the last good total ${this.#totalValue} is kept`,
+          );
+        }
+        this.#totalValue = value;
         const after = this.#totalNow();
         if (after !== before) {
           // Fractional reserves follow the total: recompute every partition's borrowed units.
@@ -297,9 +465,27 @@ export class PartitionedLimiter {
         const total = this.#totalNow();
         const reserved = this.#reservedOf(part, total);
         const borrowAfter = Math.max(0, part.running + cost - reserved);
-        if (borrowAfter <= part.borrowed) return true; // within its reserve (or no new borrowing)
-        if (!this.#borrowing || borrowAfter > part.maxBorrow) return false;
-        return this.#borrowedSum - part.borrowed + borrowAfter <= this.#shared(total);
+        if (borrowAfter <= part.borrowed) return this.#unclaim(part); // within its reserve
+        if (!this.#borrowing) return false;
+        const claim = this.#claim;
+        if (claim !== undefined && claim !== part) {
+          // Another partition's head waits to run alone: no new loan until it has run.
+          if (claim.limiter.queued > 0 && claim.running === 0) return false;
+          this.#claim = undefined;
+        }
+        if (
+          borrowAfter <= part.maxBorrow &&
+          this.#borrowedSum - part.borrowed + borrowAfter <= this.#shared(total)
+        ) {
+          return this.#unclaim(part);
+        }
+        // Runs alone: more than the partition can have now (the total shrank), yet within what it
+        // can ever have (larger costs are refused at admission). It waits for its partition to be
+        // idle and every loan to end, then takes the reserve, the whole pool and the gap.
+        if (part.running > 0) return false;
+        if (this.#borrowedSum === 0) return this.#unclaim(part);
+        this.#claim ??= part;
+        return false;
       },
       granted: (cost) => {
         part.running += cost;
@@ -314,7 +500,21 @@ export class PartitionedLimiter {
       },
       afterRelease: () => this.#poke(part),
       inflight: () => this.#runningSum,
+      maxCost: part.maxCost,
+      capacity: () => {
+        const total = this.#totalNow();
+        const reserved = this.#reservedOf(part, total);
+        if (!this.#borrowing) return reserved;
+        const free = this.#shared(total) - (this.#borrowedSum - part.borrowed);
+        return reserved + Math.max(0, Math.min(part.maxBorrow, free));
+      },
     };
+  }
+
+  /** `part` got what it asked for: a claim it held is over. Returns `true` (a fit). */
+  #unclaim(part: Part): true {
+    if (this.#claim === part) this.#claim = undefined;
+    return true;
   }
 
   /** Recomputes a partition's borrowed units: whatever it runs beyond its reserve. */
@@ -334,4 +534,29 @@ export class PartitionedLimiter {
       if (p !== except && p.limiter.queued > 0) p.limiter._dispatch();
     }
   }
+}
+
+/** A clock must offer `now`, `setTimeout` and `clearTimeout`. @throws TypeError naming the option. */
+function checkClock(clock: unknown): void {
+  const c = checkObject<Record<string, unknown>>('clock', clock) as Record<string, unknown>;
+  for (const method of ['now', 'setTimeout', 'clearTimeout']) {
+    if (typeof c[method] !== 'function') {
+      throw new TypeError(
+        `limits: option "clock" must be a Clock (an object with now, setTimeout and clearTimeout), got ${formatValue(clock)} without ${method}()`,
+      );
+    }
+  }
+}
+
+/**
+ * A partition's Limiter refused one of its options: the same error, naming the option by its full
+ * path (`partitions.<name>.maxQueued`).
+ */
+function prefixed(error: unknown, prefix: string): unknown {
+  if (!(error instanceof TypeError || error instanceof RangeError)) return error;
+  const message = error.message
+    .replace(/(options? ")/g, `$1${prefix}`)
+    .replace(/(did you mean ")/g, `$1${prefix}`);
+  const Ctor = error instanceof TypeError ? TypeError : RangeError;
+  return new Ctor(message, { cause: error });
 }
