@@ -1,4 +1,4 @@
-import { checkNumber } from '../internal/validate.js';
+import { checkBoolean, checkKeys, checkNumber } from '../internal/validate.js';
 
 /** Options of {@link CostEstimator}. */
 export interface CostEstimatorOptions {
@@ -50,8 +50,19 @@ export class CostEstimator {
   /** Highest estimate. */
   readonly ceiling: number;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError for
+   *   a value out of range, naming the option, the allowed range and the value given.
+   */
   constructor(options: CostEstimatorOptions = {}) {
+    checkKeys('CostEstimator', options, [
+      'factor',
+      'floor',
+      'ceiling',
+      'initial',
+      'perByte',
+      'maxKinds',
+    ]);
     this.#factor = checkNumber('costs.factor', options.factor, 0.2, {
       min: 0,
       max: 1,
@@ -63,7 +74,7 @@ export class CostEstimator {
       min: this.#floor,
       max: this.ceiling,
     });
-    this.#perByte = options.perByte ?? false;
+    this.#perByte = checkBoolean('costs.perByte', options.perByte, false);
     this.#maxKinds = checkNumber('costs.maxKinds', options.maxKinds, 1000, {
       min: 1,
       integer: true,

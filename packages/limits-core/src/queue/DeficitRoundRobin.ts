@@ -1,4 +1,4 @@
-import { checkFunction, checkNumber, formatValue } from '../internal/validate.js';
+import { checkFunction, checkNumber, checkObject, formatValue } from '../internal/validate.js';
 import { GroupList } from './GroupList.js';
 import type { Selector } from './Selector.js';
 import type { SelectorEntry, Waiter } from './Waiter.js';
@@ -58,9 +58,10 @@ export class DeficitRoundRobin implements Selector {
 
   /**
    * @param largestCharge - the largest charge a request can have (validates `maxCredit`).
-   * @throws RangeError/TypeError naming the option.
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given.
    */
   constructor(options: FairnessOptions, largestCharge: number) {
+    checkObject('fairness', options);
     const q = options.quantum;
     if (typeof q === 'function') {
       const fn = checkFunction<(t: string) => number>('fairness.quantum', q) as (
