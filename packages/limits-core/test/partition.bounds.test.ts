@@ -224,3 +224,34 @@ describe('PartitionedLimiter: running alone is not starved', () => {
     expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
   });
 });
+
+describe('PartitionedLimiter: a bad total from the algorithm', () => {
+  for (const bad of [Number.NaN, -1, Infinity]) {
+    // issue 9, finding 5 (with finding 2's rule: the last good limit is kept and the error reported)
+    test(`an adaptive total that answers ${bad} keeps its last good value and reports it on the error event`, async () => {
+      const total = scripted(6, 10);
+      const clock = new FakeClock();
+      const b = new PartitionedLimiter({
+        limit: total,
+        clock,
+        stallThresholdMs: Infinity,
+        partitions: { a: { maxQueued: 5 }, b: { reserved: 2 } },
+      });
+      const errors: unknown[] = [];
+      b.partition('a').on('error', (e) => errors.push(e));
+      const p = b.partition('a').tryAcquire() as Permit;
+      total.next = bad;
+      clock.jump(5);
+      p.success();
+      expect(errors).toHaveLength(1);
+      expect(String(errors[0])).toMatch(
+        /limit algorithm gave limit .*; the last good total 6 is kept/,
+      );
+      expect(b.ledger().total).toBe(6);
+      // Still serving: a can have 4 units now.
+      const held = [0, 1, 2, 3].map(() => b.partition('a').tryAcquire());
+      expect(held.every(Boolean)).toBe(true);
+      for (const x of held) x?.ignore();
+    });
+  }
+});
