@@ -255,3 +255,41 @@ describe('PartitionedLimiter: a bad total from the algorithm', () => {
     });
   }
 });
+
+describe('PartitionedLimiter: an idle partition is not starved of loans', () => {
+  // issue 9, finding 5 (a partition's waiter left behind while others keep re-borrowing)
+  test('while an idle partition’s head waits for a loan, freed shared units go to it, not to new loans elsewhere', async () => {
+    const b = new PartitionedLimiter({
+      limit: 4,
+      partitions: { a: { maxQueued: 5 }, b: { maxQueued: 10 } },
+    });
+    const bHeld = [0, 1, 2, 3].map(() => b.partition('b').tryAcquire() as Permit);
+    const bQueue = Array.from({ length: 6 }, () =>
+      b
+        .partition('b')
+        .acquire()
+        .then((p) => bHeld.push(p)),
+    );
+    let aGranted: Permit | undefined;
+    const a = b
+      .partition('a')
+      .acquire({ cost: 2 })
+      .then((p) => {
+        aGranted = p;
+      });
+    (bHeld.shift() as Permit).success();
+    await flush();
+    expect(b.ledger().partitions.b).toMatchObject({ running: 3, queued: 6 });
+    (bHeld.shift() as Permit).success();
+    await a;
+    expect(aGranted).toBeDefined();
+    expect(b.ledger().partitions.a).toMatchObject({ running: 2 });
+    aGranted?.success();
+    while (bHeld.length > 0 || b.partition('b').queued > 0) {
+      bHeld.shift()?.success();
+      await flush();
+    }
+    await Promise.all(bQueue);
+    expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
+  });
+});

@@ -130,9 +130,11 @@ const REACH_SCAN = 10_000;
  * shared pool), at the largest total (a fixed total, or an adaptive one's `maxLimit`): a costlier
  * request is refused with reason `too_large` at once. A request within that reach but above what the
  * partition can have now (an adaptive total shrank) runs alone, as in a plain Limiter: once its
- * partition has nothing in flight and no partition borrows from the shared pool (while it waits for
- * that, no new loans start), it takes its reserve, the whole pool and the gap; the other partitions'
- * reserves still hold. Deadline admission and `retryAfterMs` count what the partition can use now.
+ * partition has nothing in flight and no partition borrows from the shared pool, it takes its
+ * reserve, the whole pool and the gap; the other partitions' reserves still hold. While a partition
+ * with nothing in flight waits for a loan (either kind), no other partition starts a new loan, so the
+ * units freed by ending loans reach it instead of being re-lent to busier partitions. Deadline
+ * admission and `retryAfterMs` count what the partition can use now.
  *
  * If an adaptive total falls below the sum of absolute reserves, the reserves still hold (the
  * shared pool is empty): a reserve is a guarantee, so the total may be exceeded by up to that gap.
@@ -157,7 +159,7 @@ export class PartitionedLimiter {
   #pokeFrom = 0;
   /** The total's last good value (an algorithm's bad one is reported and ignored). */
   #totalValue: number;
-  /** A partition whose head waits to run alone: no new loans start meanwhile. */
+  /** A partition with nothing in flight whose head waits for a loan: no new loans start elsewhere meanwhile. */
   #claim: Part | undefined = undefined;
 
   /**
@@ -479,9 +481,10 @@ export class PartitionedLimiter {
         ) {
           return this.#unclaim(part);
         }
-        // Runs alone: more than the partition can have now (the total shrank), yet within what it
-        // can ever have (larger costs are refused at admission). It waits for its partition to be
-        // idle and every loan to end, then takes the reserve, the whole pool and the gap.
+        // Not now. An idle partition claims the pool: no new loan elsewhere until its head runs
+        // (on a loan as soon as one fits, or alone once every loan has ended when it costs more
+        // than the partition can have now, the total having shrunk; larger costs than it can ever
+        // have are refused at admission).
         if (part.running > 0) return false;
         if (this.#borrowedSum === 0) return this.#unclaim(part);
         this.#claim ??= part;
