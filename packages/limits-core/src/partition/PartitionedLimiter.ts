@@ -1,63 +1,16 @@
-import type { Clock } from '../internal/clock.js';
-import {
-  checkFunction,
-  checkKeys,
-  checkNumber,
-  checkObject,
-  formatValue,
-  nearestName,
-} from '../internal/validate.js';
+import { formatValue, nearestName } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { Limiter } from '../limiter/Limiter.js';
-import type { AcquireOptions, CapacityGate, LimiterOptions } from '../limiter/options.js';
-import type { Classify } from '../limiter/outcome.js';
+import type { AcquireOptions, CapacityGate } from '../limiter/options.js';
+import {
+  type PartitionedLimiterOptions,
+  prefixed,
+  resolvePartitionedOptions,
+} from './partitionOptions.js';
+import { maxReach, reservedAt, sharedAt } from './reach.js';
 
-/** Settings of one partition of a {@link PartitionedLimiter}. */
-export interface PartitionOptions
-  extends Pick<
-    LimiterOptions,
-    | 'maxQueued'
-    | 'maxQueuedBytes'
-    | 'maxQueueWaitMs'
-    | 'queueOrder'
-    | 'standingQueueMs'
-    | 'codel'
-    | 'fairness'
-    | 'priority'
-    | 'initialServiceMs'
-  > {
-  /**
-   * Capacity reserved for this partition and never lent to others: a whole number of units ≥ 0, or a
-   * fraction in (0, 1) of the current total limit (rounded down). Fractions add up to at most 1, and
-   * all reserves to at most the total (a fixed one, or an adaptive one's `maxLimit`).
-   * @default 0
-   */
-  reserved?: number;
-  /**
-   * Most units this partition may borrow from the shared pool on top of its reserve: an integer ≥ 0,
-   * or `Infinity`.
-   * @default Infinity
-   */
-  maxBorrow?: number;
-}
-
-/** Options of {@link PartitionedLimiter}. */
-export interface PartitionedLimiterOptions {
-  /**
-   * Total capacity: an integer ≥ 1, or an adaptive algorithm fed by every partition's calls (its
-   * `maxLimit`, when it has one, bounds what a partition can ever have).
-   */
-  limit: number | LimitAlgorithm;
-  /** The partitions by name (at least one); each partition's options are checked like a Limiter's. */
-  partitions: Record<string, PartitionOptions>;
-  /** Time source and timers. @default the system clock */
-  clock?: Clock;
-  /** Outcome of `run` tasks, for every partition. */
-  classify?: Classify;
-  /** Event-loop stall threshold for adaptive totals; see {@link LimiterOptions.stallThresholdMs}. */
-  stallThresholdMs?: number;
-}
+export type { PartitionedLimiterOptions, PartitionOptions } from './partitionOptions.js';
 
 /** One partition's line of the ledger. */
 export interface PartitionLedger {
@@ -100,24 +53,6 @@ interface Part {
   released: number;
   limiter: Limiter;
 }
-
-const OPTION_KEYS = ['limit', 'partitions', 'clock', 'classify', 'stallThresholdMs'] as const;
-const PARTITION_KEYS = [
-  'reserved',
-  'maxBorrow',
-  'maxQueued',
-  'maxQueuedBytes',
-  'maxQueueWaitMs',
-  'queueOrder',
-  'standingQueueMs',
-  'codel',
-  'fairness',
-  'priority',
-  'initialServiceMs',
-] as const;
-
-/** Totals scanned for a partition's largest reach when fractional reserves make it non-monotone. */
-const REACH_SCAN = 10_000;
 
 /**
  * Bulkheads over one capacity: each partition has a reserved minimum that is never lent out, and
@@ -166,114 +101,37 @@ export class PartitionedLimiter {
    * Every option is checked before anything is built.
    * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError
    *   for a value out of range: each names the option, the allowed range and the value given.
-   */
-  constructor(options: PartitionedLimiterOptions) {
-    if (options === undefined) {
-      throw new TypeError(
-        'limits: PartitionedLimiter options must be an object with "limit" and "partitions", got undefined',
-      );
-    }
-    checkKeys('PartitionedLimiter', options, OPTION_KEYS);
-    const limit = options.limit as unknown;
-    let maxTotal: number;
-    if (typeof limit === 'number') {
-      this.#total = new FixedLimit(checkNumber('limit', limit, 0, { min: 1, integer: true }));
-      maxTotal = limit;
-    } else if (
-      limit !== null &&
-      typeof limit === 'object' &&
-      typeof (limit as LimitAlgorithm).update === 'function'
-    ) {
-      this.#total = limit as LimitAlgorithm;
-      checkNumber('limit.limit', this.#total.limit, 0, { min: 0 });
-      const max = checkNumber('limit.maxLimit', this.#total.maxLimit, Infinity, {
-        min: 0,
-        allowInfinity: true,
-      });
-      maxTotal = Math.floor(max);
-    } else {
-      throw new TypeError(
-        `limits: option "limit" must be an integer ≥ 1 or a LimitAlgorithm (an object with limit and update), got ${formatValue(limit)}`,
-      );
-    }
-    this.#totalValue = this.#total.limit;
-    if (options.clock !== undefined) checkClock(options.clock);
-    checkFunction('classify', options.classify);
-    checkNumber('stallThresholdMs', options.stallThresholdMs, 50, {
-      min: 0,
-      minExclusive: true,
-      allowInfinity: true,
-    });
-    const partitions = options.partitions as unknown;
-    if (partitions === undefined) {
-      throw new TypeError(
-        'limits: option "partitions" must be an object naming at least one partition, got undefined',
-      );
-    }
-    checkObject('partitions', partitions);
-    const names = Object.keys(partitions as object);
-    if (names.length === 0)
-      throw new RangeError('limits: option "partitions" must name at least one partition');
-    let absolute = 0;
-    let fractions = 0;
-    for (const name of names) {
-      const p = (partitions as Record<string, unknown>)[name] as PartitionOptions | undefined;
-      checkKeys('PartitionedLimiter', p, PARTITION_KEYS, `partitions.${name}.`);
-      const reserved = checkNumber(`partitions.${name}.reserved`, p?.reserved, 0, { min: 0 });
-      if (reserved > 0 && reserved < 1) fractions += reserved;
-      else if (!Number.isInteger(reserved)) {
+   */ constructor(options: PartitionedLimiterOptions) {
+    const o = resolvePartitionedOptions(options);
+    this.#total = o.total;
+    this.#totalValue = o.total.limit;
+    const reach = maxReach(o.partitions, o.maxTotal);
+    o.partitions.forEach((spec, i) => {
+      const maxCost = reach[i] as number;
+      if (maxCost < 1) {
         throw new RangeError(
-          `limits: option "partitions.${name}.reserved" must be a whole number of units or a fraction in (0, 1), got ${formatValue(reserved)}`,
+          `limits: partition "${spec.name}" could never run a call: it has no reserve and ${spec.maxBorrow === 0 ? '"maxBorrow" is 0' : 'the shared pool is empty (the other reserves take the whole total)'}`,
         );
-      } else absolute += reserved;
-      checkNumber(`partitions.${name}.maxBorrow`, p?.maxBorrow, Infinity, {
-        min: 0,
-        integer: true,
-        allowInfinity: true,
-      });
-    }
-    if (fractions > 1) {
-      throw new RangeError(
-        `limits: the fractional reserves of "partitions" add up to ${fractions}, more than 1`,
-      );
-    }
-    if (maxTotal !== Infinity && absolute + Math.floor(fractions * maxTotal) > maxTotal) {
-      throw new RangeError(
-        `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${maxTotal}${typeof limit === 'number' ? '' : " (the algorithm's maxLimit)"}`,
-      );
-    }
-    for (const name of names) {
-      const p = ((partitions as Record<string, PartitionOptions | undefined>)[name] ??
-        {}) as PartitionOptions;
+      }
       this.#order.push({
-        name,
-        reserved: p.reserved ?? 0,
-        maxBorrow: p.maxBorrow ?? Infinity,
-        maxCost: 0,
+        name: spec.name,
+        reserved: spec.reserved,
+        maxBorrow: spec.maxBorrow,
+        maxCost,
         running: 0,
         borrowed: 0,
         released: 0,
         limiter: undefined as unknown as Limiter,
       });
-    }
-    this.#computeReach(maxTotal);
-    for (const part of this.#order) {
-      if (part.maxCost < 1) {
-        throw new RangeError(
-          `limits: partition "${part.name}" could never run a call: it has no reserve and ${part.maxBorrow === 0 ? '"maxBorrow" is 0' : 'the shared pool is empty (the other reserves take the whole total)'}`,
-        );
-      }
-    }
+    });
     // A fixed total needs no sampling (the limiter skips the clock for a FixedLimit).
-    const shared = typeof limit === 'number' ? undefined : this.#proxy();
-    for (const part of this.#order) {
-      const p = ((partitions as Record<string, PartitionOptions | undefined>)[part.name] ??
-        {}) as PartitionOptions;
-      const { reserved: _r, maxBorrow: _m, ...queueOptions } = p;
+    const shared = o.fixed ? undefined : this.#proxy();
+    o.partitions.forEach((spec, i) => {
+      const part = this.#order[i] as Part;
       try {
         part.limiter = new Limiter({
-          ...queueOptions,
-          limit: shared ?? new FixedLimit(limit as number),
+          ...spec.queue,
+          limit: shared ?? new FixedLimit(o.maxTotal),
           probeSlots: 0,
           gate: this.#gate(part),
           ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -286,7 +144,7 @@ export class PartitionedLimiter {
         throw prefixed(error, `partitions.${part.name}.`);
       }
       this.#parts.set(part.name, part);
-    }
+    });
   }
 
   /**
@@ -376,52 +234,11 @@ export class PartitionedLimiter {
   }
 
   #reservedOf(p: Part, total: number): number {
-    return p.reserved > 0 && p.reserved < 1 ? Math.floor(p.reserved * total) : p.reserved;
+    return reservedAt(p.reserved, total);
   }
 
   #shared(total: number): number {
-    let reserved = 0;
-    for (const p of this.#order) reserved += this.#reservedOf(p, total);
-    return Math.max(0, total - reserved);
-  }
-
-  /** What `p` can have at `total` when nobody else borrows: its reserve and what it may borrow. */
-  #reachAt(p: Part, total: number, shared: number): number {
-    return this.#reservedOf(p, total) + Math.min(p.maxBorrow, shared);
-  }
-
-  /**
-   * Sets each partition's `maxCost`: the most it can have at any total up to `maxTotal`. Without
-   * fractional reserves that grows with the total; with them, rounding makes it wobble, so the
-   * largest totals are scanned.
-   */
-  #computeReach(maxTotal: number): void {
-    let fractions = 0;
-    let fractional = 0;
-    let absolute = 0;
-    for (const p of this.#order) {
-      if (p.reserved > 0 && p.reserved < 1) {
-        fractions += p.reserved;
-        fractional++;
-      } else absolute += p.reserved;
-    }
-    if (maxTotal === Infinity) {
-      // The shared pool grows without bound unless the fractions take all of it (then the
-      // rounding leftovers, fewer than one unit per fractional partition, are all that is shared).
-      const sharedBound = fractions < 1 ? Infinity : Math.max(0, fractional - 1 - absolute);
-      for (const p of this.#order) {
-        p.maxCost =
-          p.reserved > 0 && p.reserved < 1
-            ? Infinity
-            : p.reserved + Math.min(p.maxBorrow, sharedBound);
-      }
-      return;
-    }
-    const lowest = fractional === 0 ? maxTotal : Math.max(0, maxTotal - REACH_SCAN);
-    for (let total = maxTotal; total >= lowest; total--) {
-      const shared = this.#shared(total);
-      for (const p of this.#order) p.maxCost = Math.max(p.maxCost, this.#reachAt(p, total, shared));
-    }
+    return sharedAt(this.#order, total);
   }
 
   /** Every partition feeds the one total algorithm; its limit is what each partition's limiter sees. */
@@ -537,29 +354,4 @@ export class PartitionedLimiter {
       if (p !== except && p.limiter.queued > 0) p.limiter._dispatch();
     }
   }
-}
-
-/** A clock must offer `now`, `setTimeout` and `clearTimeout`. @throws TypeError naming the option. */
-function checkClock(clock: unknown): void {
-  const c = checkObject<Record<string, unknown>>('clock', clock) as Record<string, unknown>;
-  for (const method of ['now', 'setTimeout', 'clearTimeout']) {
-    if (typeof c[method] !== 'function') {
-      throw new TypeError(
-        `limits: option "clock" must be a Clock (an object with now, setTimeout and clearTimeout), got ${formatValue(clock)} without ${method}()`,
-      );
-    }
-  }
-}
-
-/**
- * A partition's Limiter refused one of its options: the same error, naming the option by its full
- * path (`partitions.<name>.maxQueued`).
- */
-function prefixed(error: unknown, prefix: string): unknown {
-  if (!(error instanceof TypeError || error instanceof RangeError)) return error;
-  const message = error.message
-    .replace(/(options? ")/g, `$1${prefix}`)
-    .replace(/(did you mean ")/g, `$1${prefix}`);
-  const Ctor = error instanceof TypeError ? TypeError : RangeError;
-  return new Ctor(message, { cause: error });
 }
