@@ -111,24 +111,6 @@ const rows: Row[] = [
     /"priority.minShare" must be .*got "0.5"/,
   ],
   [
-    'CostEstimator options null',
-    costs(null),
-    TypeError,
-    /CostEstimator options must be an object, got null/,
-  ],
-  [
-    'a misspelt CostEstimator key',
-    costs({ celing: 10 }),
-    TypeError,
-    /unknown option "celing" for CostEstimator; did you mean "ceiling"\?/,
-  ],
-  [
-    'CostEstimator perByte "yes"',
-    costs({ perByte: 'yes' }),
-    TypeError,
-    /"costs.perByte" must be true or false, got "yes"/,
-  ],
-  [
     'CostEstimator factor 0',
     costs({ factor: 0 }),
     RangeError,

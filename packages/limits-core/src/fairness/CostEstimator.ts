@@ -1,4 +1,4 @@
-import { checkBoolean, checkKeys, checkNumber } from '../internal/validate.js';
+import { checkNumber } from '../internal/validate.js';
 
 /** Options of {@link CostEstimator}. */
 export interface CostEstimatorOptions {
@@ -50,19 +50,8 @@ export class CostEstimator {
   /** Highest estimate. */
   readonly ceiling: number;
 
-  /**
-   * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError for
-   *   a value out of range, naming the option, the allowed range and the value given.
-   */
+  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: CostEstimatorOptions = {}) {
-    checkKeys('CostEstimator', options, [
-      'factor',
-      'floor',
-      'ceiling',
-      'initial',
-      'perByte',
-      'maxKinds',
-    ]);
     this.#factor = checkNumber('costs.factor', options.factor, 0.2, {
       min: 0,
       max: 1,
@@ -74,7 +63,7 @@ export class CostEstimator {
       min: this.#floor,
       max: this.ceiling,
     });
-    this.#perByte = checkBoolean('costs.perByte', options.perByte, false);
+    this.#perByte = options.perByte ?? false;
     this.#maxKinds = checkNumber('costs.maxKinds', options.maxKinds, 1000, {
       min: 1,
       integer: true,
