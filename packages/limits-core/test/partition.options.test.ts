@@ -4,6 +4,7 @@ import {
   PartitionedLimiter,
   type PartitionedLimiterOptions,
 } from '../src/partition/PartitionedLimiter.js';
+import { prefixed } from '../src/partition/partitionOptions.js';
 
 const algo = (limit: number, maxLimit?: number): LimitAlgorithm => ({
   limit,
@@ -307,5 +308,22 @@ describe('PartitionedLimiter methods check their arguments', () => {
     await expect(b.run(undefined as never, () => 1)).rejects.toThrow(TypeError);
     expect(called).toBe(false);
     expect(b.ledger()).toMatchObject({ running: 0 });
+  });
+});
+
+describe('a partition’s Limiter errors name the option by its full path', () => {
+  // issue 9, bad input
+  test('the option, the hint and the owner are rewritten; the error class and cause are kept', () => {
+    const original = new TypeError(
+      'limits: unknown option "fairness.quantm" for Limiter; did you mean "fairness.quantum"?',
+    );
+    const error = prefixed(original, 'partitions.a.') as TypeError;
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toBe(
+      'limits: unknown option "partitions.a.fairness.quantm" for PartitionedLimiter; did you mean "partitions.a.fairness.quantum"?',
+    );
+    expect(error.cause).toBe(original);
+    const other = new Error('boom');
+    expect(prefixed(other, 'partitions.a.')).toBe(other);
   });
 });

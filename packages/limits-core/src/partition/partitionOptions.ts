@@ -200,7 +200,8 @@ export function prefixed(error: unknown, prefix: string): unknown {
   if (!(error instanceof TypeError || error instanceof RangeError)) return error;
   const message = error.message
     .replace(/(options? ")/g, `$1${prefix}`)
-    .replace(/(did you mean ")/g, `$1${prefix}`);
+    .replace(/(did you mean ")/g, `$1${prefix}`)
+    .replace(/ for Limiter\b/g, ' for PartitionedLimiter');
   const Ctor = error instanceof TypeError ? TypeError : RangeError;
   return new Ctor(message, { cause: error });
 }
