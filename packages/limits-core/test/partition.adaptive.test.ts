@@ -73,8 +73,10 @@ describe('PartitionedLimiter over an adaptive total (model)', () => {
             else if (o.op === 'stop') b.stopBorrowing();
             else if (o.op === 'resume') b.resumeBorrowing();
             await flush();
-            // A reserve is a guarantee: with room in it and an empty queue, a unit is granted at once.
             const ledger = b.ledger();
+            // Running alone may exceed a shrunken total, never the largest one.
+            expect(ledger.running).toBeLessThanOrEqual(12);
+            // A reserve is a guarantee: with room in it and an empty queue, a unit is granted at once.
             for (const name of NAMES) {
               const line = ledger.partitions[name];
               if (line === undefined || line.queued > 0 || line.running + 1 > line.reserved)
