@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
@@ -124,4 +125,73 @@ describe('a fairness quantum function is checked before the fair queue changes',
       expect(drr.peek()).toBeUndefined();
     });
   }
+});
+
+describe('deficit round robin progress (model)', () => {
+  // issue 9, finding 4: the model's first counterexample on the original code, kept as a fixed case
+  test('a charge a hair above maxCredit with a tiny quantum is served', () => {
+    const drr = new DeficitRoundRobin({ quantum: 0.01, maxCredit: 0.5 }, Infinity);
+    drr.add(waiter('0', 0.5000000000000001, 10_000));
+    expect(tenantOf(drr.peek() as Waiter)).toBe('0');
+  });
+
+  // issue 9, finding 4: whatever the quanta, charges and maxCredit, every peek returns a waiter
+  // while any is queued, within a bounded number of steps, and serves them all.
+  test('random quanta, charges above and below maxCredit, adds, serves and deletes', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          quanta: fc.array(fc.double({ min: 0.01, max: 50, noNaN: true }), {
+            minLength: 1,
+            maxLength: 4,
+          }),
+          maxCredit: fc.double({ min: 0.5, max: 20, noNaN: true }),
+          ops: fc.array(
+            fc.oneof(
+              fc.record({
+                op: fc.constant('add' as const),
+                tenant: fc.nat(3),
+                charge: fc.oneof(
+                  fc.double({ min: 0.01, max: 5, noNaN: true }),
+                  fc.double({ min: 1, max: 1e6, noNaN: true }),
+                ),
+              }),
+              fc.record({ op: fc.constant('serve' as const) }),
+              fc.record({ op: fc.constant('delete' as const), index: fc.nat() }),
+            ),
+            { maxLength: 60 },
+          ),
+        }),
+        ({ quanta, maxCredit, ops }) => {
+          const drr = new DeficitRoundRobin(
+            { quantum: (t) => quanta[Number(t) % quanta.length] as number, maxCredit },
+            Infinity,
+          );
+          const queued: Waiter[] = [];
+          const serveOne = () => {
+            const w = drr.peek();
+            expect(w).toBeDefined();
+            expect(drr.peek()).toBe(w); // repeated peeks return the same waiter
+            drr.served(w as Waiter);
+            queued.splice(queued.indexOf(w as Waiter), 1);
+          };
+          for (const o of ops) {
+            if (o.op === 'add') {
+              const w = waiter(String(o.tenant), o.charge, 10_000);
+              drr.add(w);
+              queued.push(w);
+            } else if (o.op === 'serve' && queued.length > 0) serveOne();
+            else if (o.op === 'delete' && queued.length > 0) {
+              const w = queued.splice(o.index % queued.length, 1)[0] as Waiter;
+              drr.delete(w);
+            }
+          }
+          while (queued.length > 0) serveOne();
+          expect(drr.peek()).toBeUndefined();
+          expect(drr.tenants).toBe(0);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
 });
