@@ -7,8 +7,11 @@ import type { SelectorEntry, Waiter } from './Waiter.js';
 export interface FairnessOptions {
   /**
    * Credit a tenant earns per round, in the same unit as the charge (the request's `cost`, or the
-   * estimator's estimate): a number for all tenants, or a function of the tenant key for weights
-   * (a tenant with twice the quantum gets twice the served cost under contention).
+   * estimator's estimate), finite and > 0: a number for all tenants, or a function of the tenant
+   * key for weights (a tenant with twice the quantum gets twice the served cost under contention).
+   * The function is called when a tenant's first waiter queues; a result that is not a finite
+   * number > 0 refuses that request with a TypeError/RangeError naming the tenant, and leaves the
+   * fair queue as it was.
    * @default 1
    */
   quantum?: number | ((tenant: string) => number);
