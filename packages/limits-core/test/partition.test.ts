@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { Permit } from '../src/limiter/Permit.js';
 import { type Ledger, PartitionedLimiter } from '../src/partition/PartitionedLimiter.js';
 import { flush } from './support/FakeClock.js';
@@ -119,15 +120,18 @@ describe('PartitionedLimiter (seed 003)', () => {
     expect(() => b.partition('nope')).toThrow(/unknown partition "nope"; partitions are "a", "b"/);
   });
 
-  test('the ledger adds up at every step of random interleavings', async () => {
+  // issue 9, finding 5 (costs above a partition's reach; no waiter left pending)
+  test('the ledger adds up at every step of random interleavings, and nothing stays queued once work drains', async () => {
+    // What each partition can ever have: core 3 + 5 shared, recommendation 2 + 4, search 5, narrow 2.
+    const reach: Record<string, number> = { core: 8, recommendation: 6, search: 5, narrow: 2 };
     await fc.assert(
       fc.asyncProperty(
         fc.array(
           fc.oneof(
             fc.record({
               op: fc.constant('acquire' as const),
-              part: fc.constantFrom('core', 'recommendation', 'search'),
-              cost: fc.integer({ min: 1, max: 3 }),
+              part: fc.constantFrom('core', 'recommendation', 'search', 'narrow'),
+              cost: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 11 })),
             }),
             fc.record({ op: fc.constant('release' as const), index: fc.nat() }),
             fc.record({ op: fc.constant('stop' as const) }),
@@ -142,18 +146,28 @@ describe('PartitionedLimiter (seed 003)', () => {
               core: { reserved: 3, maxQueued: 5 },
               recommendation: { reserved: 2, maxBorrow: 4, maxQueued: 5 },
               search: { reserved: 0, maxQueued: 5 },
+              narrow: { reserved: 0, maxBorrow: 2, maxQueued: 5 },
             },
           });
           const held: Permit[] = [];
+          let pending = 0;
           for (const o of ops) {
-            if (o.op === 'acquire')
+            if (o.op === 'acquire') {
+              pending++;
               b.partition(o.part)
                 .acquire({ cost: o.cost })
                 .then(
-                  (p) => held.push(p),
-                  () => {},
-                );
-            else if (o.op === 'release' && held.length > 0)
+                  (p) => {
+                    expect(o.cost).toBeLessThanOrEqual(reach[o.part] as number);
+                    held.push(p);
+                  },
+                  (e: LimitExceededError) => {
+                    // Refused as too large exactly when the partition can never have that much.
+                    expect(e.reason === 'too_large').toBe(o.cost > (reach[o.part] as number));
+                  },
+                )
+                .finally(() => pending--);
+            } else if (o.op === 'release' && held.length > 0)
               held.splice(o.index % held.length, 1)[0]?.success();
             else if (o.op === 'stop') b.stopBorrowing();
             else if (o.op === 'resume') b.resumeBorrowing();
@@ -178,10 +192,14 @@ describe('PartitionedLimiter (seed 003)', () => {
               break;
             while (held.length > 0) held.pop()?.success();
           }
+          await flush();
           expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
+          // No waiter is left behind once nothing runs: every request was granted or refused.
+          for (const p of Object.values(b.ledger().partitions)) expect(p.queued).toBe(0);
+          expect(pending).toBe(0);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 1000 },
     );
   });
 });

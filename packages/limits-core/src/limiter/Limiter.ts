@@ -143,7 +143,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#clock = o.clock;
     this.#initialServiceMs = o.initialServiceMs;
     this.#adaptive = o.adaptive;
-    this.#maxCost = o.maxCost;
+    this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#selector = o.selector;
     this.#estimator = o.estimator;
     this.#gate = o.gate;
@@ -556,8 +556,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
   #estimateWait(cost: number): number {
-    const units = this.#inflight + this.#queuedCost + cost - this.#capacity;
-    return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, this.#capacity);
+    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
+    const units = this.#inflight + this.#queuedCost + cost - capacity;
+    return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, capacity);
   }
 
   #enqueue(
@@ -1009,14 +1010,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     bytes = 0,
     tenant?: string,
   ): LimitExceededError {
-    const units = Math.max(1, this.#inflight + this.#queuedCost + cost - this.#capacity);
-    const retryAfterMs = Math.max(
-      0,
-      Math.ceil((units * this.#service()) / Math.max(1, this.#capacity)),
-    );
+    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
+    const units = Math.max(1, this.#inflight + this.#queuedCost + cost - capacity);
+    const retryAfterMs = Math.max(0, Math.ceil((units * this.#service()) / Math.max(1, capacity)));
     const message = describeRejection(reason, {
       inflight: this.#inflight,
-      capacity: this.#capacity,
+      capacity,
       queued: this.#list.size,
       maxQueued: this.#maxQueued,
       queuedCost: this.#queuedCost,

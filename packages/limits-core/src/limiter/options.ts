@@ -153,6 +153,13 @@ export interface CapacityGate {
   afterRelease(): void;
   /** The in-flight figure to put in samples (the whole ledger's, not one limiter's). */
   inflight(): number;
+  /**
+   * The largest cost the gate can ever let through: a larger one is refused with `too_large` at
+   * admission (replaces the limit algorithm's `maxLimit`).
+   */
+  readonly maxCost: number;
+  /** Units this limiter can use now, for deadline admission and `retryAfterMs` (instead of its capacity). */
+  capacity(): number;
 }
 
 /**

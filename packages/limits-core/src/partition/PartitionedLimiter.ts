@@ -1,48 +1,16 @@
-import type { Clock } from '../internal/clock.js';
-import { checkNumber } from '../internal/validate.js';
+import { formatValue, nearestName } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { Limiter } from '../limiter/Limiter.js';
-import type { AcquireOptions, CapacityGate, LimiterOptions } from '../limiter/options.js';
-import type { Classify } from '../limiter/outcome.js';
+import type { AcquireOptions, CapacityGate } from '../limiter/options.js';
+import {
+  type PartitionedLimiterOptions,
+  prefixed,
+  resolvePartitionedOptions,
+} from './partitionOptions.js';
+import { maxReach, reservedAt, sharedAt } from './reach.js';
 
-/** Settings of one partition of a {@link PartitionedLimiter}. */
-export interface PartitionOptions
-  extends Pick<
-    LimiterOptions,
-    | 'maxQueued'
-    | 'maxQueuedBytes'
-    | 'maxQueueWaitMs'
-    | 'queueOrder'
-    | 'standingQueueMs'
-    | 'codel'
-    | 'fairness'
-    | 'priority'
-    | 'initialServiceMs'
-  > {
-  /**
-   * Capacity reserved for this partition and never lent to others: a whole number of units, or a
-   * fraction in (0, 1) of the current total limit (rounded down).
-   * @default 0
-   */
-  reserved?: number;
-  /** Most units this partition may borrow from the shared pool on top of its reserve. @default Infinity */
-  maxBorrow?: number;
-}
-
-/** Options of {@link PartitionedLimiter}. */
-export interface PartitionedLimiterOptions {
-  /** Total capacity: a number, or an adaptive algorithm fed by every partition's calls. */
-  limit: number | LimitAlgorithm;
-  /** The partitions by name. */
-  partitions: Record<string, PartitionOptions>;
-  /** Time source and timers. @default the system clock */
-  clock?: Clock;
-  /** Outcome of `run` tasks, for every partition. */
-  classify?: Classify;
-  /** Event-loop stall threshold for adaptive totals; see {@link LimiterOptions.stallThresholdMs}. */
-  stallThresholdMs?: number;
-}
+export type { PartitionedLimiterOptions, PartitionOptions } from './partitionOptions.js';
 
 /** One partition's line of the ledger. */
 export interface PartitionLedger {
@@ -78,6 +46,8 @@ interface Part {
   name: string;
   reserved: number;
   maxBorrow: number;
+  /** The most units this partition can ever have: a costlier request is refused with `too_large`. */
+  maxCost: number;
   running: number;
   borrowed: number;
   released: number;
@@ -90,6 +60,16 @@ interface Part {
  * use idle shared capacity, yet never the others' reserves, so a slow feature cannot starve a
  * critical one. `stopBorrowing()` during an incident stops new borrowing; existing borrows drain as
  * their work really ends. Each partition is a full {@link Limiter} (its own queue settings, events).
+ *
+ * What a partition can ever have is its reserve plus what it may borrow (`maxBorrow`, bounded by the
+ * shared pool), at the largest total (a fixed total, or an adaptive one's `maxLimit`): a costlier
+ * request is refused with reason `too_large` at once. A request within that reach but above what the
+ * partition can have now (an adaptive total shrank) runs alone, as in a plain Limiter: once its
+ * partition has nothing in flight and no partition borrows from the shared pool, it takes its
+ * reserve, the whole pool and the gap; the other partitions' reserves still hold. While a partition
+ * with nothing in flight waits for a loan (either kind), no other partition starts a new loan, so the
+ * units freed by ending loans reach it instead of being re-lent to busier partitions. Deadline
+ * admission and `retryAfterMs` count what the partition can use now.
  *
  * If an adaptive total falls below the sum of absolute reserves, the reserves still hold (the
  * shared pool is empty): a reserve is a guarantee, so the total may be exceeded by up to that gap.
@@ -112,89 +92,85 @@ export class PartitionedLimiter {
   #borrowedSum = 0;
   #runningSum = 0;
   #pokeFrom = 0;
+  /** The total's last good value (an algorithm's bad one is reported and ignored). */
+  #totalValue: number;
+  /** A partition with nothing in flight whose head waits for a loan: no new loans start elsewhere meanwhile. */
+  #claim: Part | undefined = undefined;
 
-  /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
-  constructor(options: PartitionedLimiterOptions) {
-    const limit = options.limit;
-    this.#total = typeof limit === 'number' ? new FixedLimit(limit) : limit;
-    if (typeof this.#total?.update !== 'function' || typeof this.#total.limit !== 'number') {
-      throw new TypeError('limits: option "limit" must be a number or a LimitAlgorithm');
-    }
-    const names = Object.keys(options.partitions ?? {});
-    if (names.length === 0)
-      throw new RangeError('limits: option "partitions" must name at least one partition');
-    let absolute = 0;
-    let fractions = 0;
-    for (const name of names) {
-      const p = options.partitions[name] as PartitionOptions;
-      const reserved = checkNumber(`partitions.${name}.reserved`, p.reserved, 0, { min: 0 });
-      if (reserved > 0 && reserved < 1) fractions += reserved;
-      else if (!Number.isInteger(reserved)) {
+  /**
+   * Every option is checked before anything is built.
+   * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError
+   *   for a value out of range: each names the option, the allowed range and the value given.
+   */ constructor(options: PartitionedLimiterOptions) {
+    const o = resolvePartitionedOptions(options);
+    this.#total = o.total;
+    this.#totalValue = o.total.limit;
+    const reach = maxReach(o.partitions, o.maxTotal);
+    o.partitions.forEach((spec, i) => {
+      const maxCost = reach[i] as number;
+      if (maxCost < 1) {
         throw new RangeError(
-          `limits: option "partitions.${name}.reserved" must be a whole number of units or a fraction in (0, 1), got ${reserved}`,
+          `limits: partition "${spec.name}" could never run a call: it has no reserve and ${spec.maxBorrow === 0 ? '"maxBorrow" is 0' : 'the shared pool is empty (the other reserves take the whole total)'}`,
         );
-      } else absolute += reserved;
-      checkNumber(`partitions.${name}.maxBorrow`, p.maxBorrow, Infinity, {
-        min: 0,
-        allowInfinity: true,
-      });
-    }
-    if (fractions > 1) {
-      throw new RangeError(
-        `limits: the fractional reserves of "partitions" add up to ${fractions}, more than 1`,
-      );
-    }
-    const initialTotal = Math.floor(this.#total.limit);
-    if (
-      typeof limit === 'number' &&
-      absolute + Math.floor(fractions * initialTotal) > initialTotal
-    ) {
-      throw new RangeError(
-        `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${initialTotal}`,
-      );
-    }
-    // A fixed total needs no sampling (the limiter skips the clock for a FixedLimit).
-    const shared = typeof limit === 'number' ? undefined : this.#proxy();
-    for (const name of names) {
-      const p = options.partitions[name] as PartitionOptions;
-      const part: Part = {
-        name,
-        reserved: p.reserved ?? 0,
-        maxBorrow: p.maxBorrow ?? Infinity,
+      }
+      this.#order.push({
+        name: spec.name,
+        reserved: spec.reserved,
+        maxBorrow: spec.maxBorrow,
+        maxCost,
         running: 0,
         borrowed: 0,
         released: 0,
         limiter: undefined as unknown as Limiter,
-      };
-      const { reserved: _r, maxBorrow: _m, ...queueOptions } = p;
-      part.limiter = new Limiter({
-        ...queueOptions,
-        limit: shared ?? new FixedLimit(limit as number),
-        probeSlots: 0,
-        gate: this.#gate(part),
-        ...(options.clock === undefined ? {} : { clock: options.clock }),
-        ...(options.classify === undefined ? {} : { classify: options.classify }),
-        ...(options.stallThresholdMs === undefined
-          ? {}
-          : { stallThresholdMs: options.stallThresholdMs }),
       });
-      this.#parts.set(name, part);
-      this.#order.push(part);
-    }
+    });
+    // A fixed total needs no sampling (the limiter skips the clock for a FixedLimit).
+    const shared = o.fixed ? undefined : this.#proxy();
+    o.partitions.forEach((spec, i) => {
+      const part = this.#order[i] as Part;
+      try {
+        part.limiter = new Limiter({
+          ...spec.queue,
+          limit: shared ?? new FixedLimit(o.maxTotal),
+          probeSlots: 0,
+          gate: this.#gate(part),
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
+          ...(options.classify === undefined ? {} : { classify: options.classify }),
+          ...(options.stallThresholdMs === undefined
+            ? {}
+            : { stallThresholdMs: options.stallThresholdMs }),
+        });
+      } catch (error) {
+        throw prefixed(error, `partitions.${part.name}.`);
+      }
+      this.#parts.set(part.name, part);
+    });
   }
 
-  /** The limiter of one partition (acquire, run, events, snapshot). @throws RangeError for an unknown name. */
+  /**
+   * The limiter of one partition (acquire, run, events, snapshot).
+   * @throws TypeError when `name` is not a string; RangeError for an unknown name (with the nearest one).
+   */
   partition(name: string): Limiter {
     return this.#part(name).limiter;
   }
 
-  /** Runs `task` in partition `name`; see {@link Limiter.run}. */
+  /**
+   * Runs `task` in partition `name`; see {@link Limiter.run}.
+   * @throws (rejected promise) TypeError/RangeError for a bad or unknown `name`, as `partition()` throws.
+   */
   run<T>(
     name: string,
     task: (signal: AbortSignal) => T | PromiseLike<T>,
     options?: AcquireOptions,
   ): Promise<T> {
-    return this.#part(name).limiter.run(task, options);
+    let part: Part;
+    try {
+      part = this.#part(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return part.limiter.run(task, options);
   }
 
   /** Stops new borrowing from the shared pool; existing borrows drain as their work ends. */
@@ -240,38 +216,41 @@ export class PartitionedLimiter {
   }
 
   #part(name: string): Part {
+    if (typeof name !== 'string') {
+      throw new TypeError(`limits: a partition name must be a string, got ${formatValue(name)}`);
+    }
     const part = this.#parts.get(name);
     if (part === undefined) {
+      const near = nearestName(name, [...this.#parts.keys()]);
       throw new RangeError(
-        `limits: unknown partition "${name}"; partitions are ${[...this.#parts.keys()].map((n) => `"${n}"`).join(', ')}`,
+        `limits: unknown partition "${name}"; partitions are ${[...this.#parts.keys()].map((n) => `"${n}"`).join(', ')}${near === undefined ? '' : `; did you mean "${near}"?`}`,
       );
     }
     return part;
   }
 
   #totalNow(): number {
-    return Math.max(0, Math.floor(this.#total.limit));
+    return Math.max(0, Math.floor(this.#totalValue));
   }
 
   #reservedOf(p: Part, total: number): number {
-    return p.reserved > 0 && p.reserved < 1 ? Math.floor(p.reserved * total) : p.reserved;
+    return reservedAt(p.reserved, total);
   }
 
   #shared(total: number): number {
-    let reserved = 0;
-    for (const p of this.#order) reserved += this.#reservedOf(p, total);
-    return Math.max(0, total - reserved);
+    return sharedAt(this.#order, total);
   }
 
   /** Every partition feeds the one total algorithm; its limit is what each partition's limiter sees. */
   #proxy(): LimitAlgorithm {
     const total = this.#total;
+    const self = this;
     return {
       get limit() {
-        return total.limit;
+        return self.#totalValue;
       },
       get maxLimit() {
-        return total.maxLimit ?? Math.floor(total.limit);
+        return total.maxLimit;
       },
       get lastDecision() {
         return total.lastDecision;
@@ -279,6 +258,14 @@ export class PartitionedLimiter {
       update: (sample: Sample) => {
         const before = this.#totalNow();
         const next = total.update(sample);
+        const value = total.limit;
+        if (typeof value !== 'number' || !(value >= 0) || value === Infinity) {
+          // Reported by the partition's limiter (its `error` event); the last good total stays.
+          throw new RangeError(
+            `limits: the PartitionedLimiter's limit algorithm gave limit ${formatValue(value)}; the last good total ${this.#totalValue} is kept`,
+          );
+        }
+        this.#totalValue = value;
         const after = this.#totalNow();
         if (after !== before) {
           // Fractional reserves follow the total: recompute every partition's borrowed units.
@@ -297,9 +284,28 @@ export class PartitionedLimiter {
         const total = this.#totalNow();
         const reserved = this.#reservedOf(part, total);
         const borrowAfter = Math.max(0, part.running + cost - reserved);
-        if (borrowAfter <= part.borrowed) return true; // within its reserve (or no new borrowing)
-        if (!this.#borrowing || borrowAfter > part.maxBorrow) return false;
-        return this.#borrowedSum - part.borrowed + borrowAfter <= this.#shared(total);
+        if (borrowAfter <= part.borrowed) return this.#unclaim(part); // within its reserve
+        if (!this.#borrowing) return false;
+        const claim = this.#claim;
+        if (claim !== undefined && claim !== part) {
+          // Another partition's head waits to run alone: no new loan until it has run.
+          if (claim.limiter.queued > 0 && claim.running === 0) return false;
+          this.#claim = undefined;
+        }
+        if (
+          borrowAfter <= part.maxBorrow &&
+          this.#borrowedSum - part.borrowed + borrowAfter <= this.#shared(total)
+        ) {
+          return this.#unclaim(part);
+        }
+        // Not now. An idle partition claims the pool: no new loan elsewhere until its head runs
+        // (on a loan as soon as one fits, or alone once every loan has ended when it costs more
+        // than the partition can have now, the total having shrunk; larger costs than it can ever
+        // have are refused at admission).
+        if (part.running > 0) return false;
+        if (this.#borrowedSum === 0) return this.#unclaim(part);
+        this.#claim ??= part;
+        return false;
       },
       granted: (cost) => {
         part.running += cost;
@@ -314,7 +320,21 @@ export class PartitionedLimiter {
       },
       afterRelease: () => this.#poke(part),
       inflight: () => this.#runningSum,
+      maxCost: part.maxCost,
+      capacity: () => {
+        const total = this.#totalNow();
+        const reserved = this.#reservedOf(part, total);
+        if (!this.#borrowing) return reserved;
+        const free = this.#shared(total) - (this.#borrowedSum - part.borrowed);
+        return reserved + Math.max(0, Math.min(part.maxBorrow, free));
+      },
     };
+  }
+
+  /** `part` got what it asked for: a claim it held is over. Returns `true` (a fit). */
+  #unclaim(part: Part): true {
+    if (this.#claim === part) this.#claim = undefined;
+    return true;
   }
 
   /** Recomputes a partition's borrowed units: whatever it runs beyond its reserve. */

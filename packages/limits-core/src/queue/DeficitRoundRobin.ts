@@ -1,4 +1,4 @@
-import { checkFunction, checkNumber } from '../internal/validate.js';
+import { checkFunction, checkNumber, checkObject, formatValue } from '../internal/validate.js';
 import { GroupList } from './GroupList.js';
 import type { Selector } from './Selector.js';
 import type { SelectorEntry, Waiter } from './Waiter.js';
@@ -7,14 +7,20 @@ import type { SelectorEntry, Waiter } from './Waiter.js';
 export interface FairnessOptions {
   /**
    * Credit a tenant earns per round, in the same unit as the charge (the request's `cost`, or the
-   * estimator's estimate): a number for all tenants, or a function of the tenant key for weights
-   * (a tenant with twice the quantum gets twice the served cost under contention).
+   * estimator's estimate), finite and > 0: a number for all tenants, or a function of the tenant
+   * key for weights (a tenant with twice the quantum gets twice the served cost under contention).
+   * The function is called when a tenant's first waiter queues; a result that is not a finite
+   * number > 0 refuses that request with a TypeError/RangeError naming the tenant, and leaves the
+   * fair queue as it was.
    * @default 1
    */
   quantum?: number | ((tenant: string) => number);
   /**
    * Cap on a tenant's unspent credit, so a tenant that waited long cannot burst through many requests
-   * at once. Must be ≥ the largest charge a request can have, or that request could never be served.
+   * at once. When the largest charge is known (the algorithm's `maxLimit`, or the estimator's
+   * ceiling) it must be at least that. A request whose charge still exceeds it (a custom algorithm
+   * without `maxLimit`) is served once its tenant's credit reaches `maxCredit`; the excess is
+   * carried as a debt the tenant works off in later rounds, so it still gets only its share.
    * @default the largest admissible charge (the limiter's largest cost, or the estimator's ceiling)
    */
   maxCredit?: number;
@@ -39,6 +45,11 @@ interface Tenant {
  * request its estimated cost. On its turn a tenant earns `quantum` (capped at `maxCredit`) and is
  * served while its head's charge fits its credit; the credit is reset when its queue empties, and the
  * tenant's entry is deleted then, so the table holds only tenants with waiters (at most `maxQueued`).
+ *
+ * Progress: a head needs `min(charge, maxCredit)` credit (a charge above the cap would otherwise
+ * never fit); serving it subtracts the full charge, so the credit may go negative (a debt worked
+ * off in later rounds, forgiven with the rest of the credit when the tenant's queue empties). With
+ * every quantum finite and > 0 (checked), one `peek()` always returns a waiter when any is queued.
  */
 export class DeficitRoundRobin implements Selector {
   readonly #quantum: (tenant: string) => number;
@@ -50,16 +61,16 @@ export class DeficitRoundRobin implements Selector {
 
   /**
    * @param largestCharge - the largest charge a request can have (validates `maxCredit`).
-   * @throws RangeError/TypeError naming the option.
+   * @throws RangeError/TypeError naming the option, the allowed range and the value given.
    */
   constructor(options: FairnessOptions, largestCharge: number) {
+    checkObject('fairness', options);
     const q = options.quantum;
     if (typeof q === 'function') {
       const fn = checkFunction<(t: string) => number>('fairness.quantum', q) as (
         t: string,
       ) => number;
-      this.#quantum = (t) =>
-        checkNumber('fairness.quantum(tenant)', fn(t), 1, { min: 0, minExclusive: true });
+      this.#quantum = (t) => checkQuantum(t, fn(t));
     } else {
       const n = checkNumber('fairness.quantum', q, 1, { min: 0, minExclusive: true });
       this.#quantum = () => n;
@@ -91,16 +102,19 @@ export class DeficitRoundRobin implements Selector {
     return t !== undefined && t.list.size >= this.#maxPerTenant ? 'tenant' : undefined;
   }
 
+  /** @throws TypeError/RangeError when the quantum function gives a new tenant a bad quantum (nothing changes then). */
   add(w: Waiter): void {
     const e = w.sel as SelectorEntry;
     const key = e.tenant ?? '';
     let t = this.#tenants.get(key);
     if (t === undefined) {
+      // The user's quantum function runs (and may throw) before anything here changes.
+      const quantum = this.#quantum(key);
       t = {
         key,
         list: new GroupList(),
         deficit: 0,
-        quantum: this.#quantum(key),
+        quantum,
         inTurn: false,
         prev: undefined,
         next: undefined,
@@ -137,7 +151,7 @@ export class DeficitRoundRobin implements Selector {
         t.inTurn = true;
       }
       const head = t.list.head as SelectorEntry;
-      if (head.charge <= t.deficit) {
+      if (Math.min(head.charge, this.#maxCredit) <= t.deficit) {
         this.#current = t;
         return head.waiter;
       }
@@ -150,17 +164,31 @@ export class DeficitRoundRobin implements Selector {
     }
   }
 
-  /** Adds the credit of the rounds the closest tenant still needs to every tenant (capped). */
+  /**
+   * Gives every tenant the credit of the rounds the closest one still needs (capped), as this turn's
+   * credit (`inTurn`): the next visit of that tenant serves it, whatever rounding did to the sum.
+   */
   #skipRounds(): void {
     let rounds = Infinity;
+    let closest: Tenant | undefined;
     for (const t of this.#tenants.values()) {
-      const head = t.list.head as SelectorEntry;
-      rounds = Math.min(rounds, Math.ceil((head.charge - t.deficit) / t.quantum) - 1);
+      const need = Math.min((t.list.head as SelectorEntry).charge, this.#maxCredit) - t.deficit;
+      const r = Math.max(1, Math.ceil(need / t.quantum));
+      if (r < rounds) {
+        rounds = r;
+        closest = t;
+      }
     }
-    if (rounds <= 0) return;
     for (const t of this.#tenants.values()) {
       t.deficit = Math.min(this.#maxCredit, t.deficit + rounds * t.quantum);
+      t.inTurn = true;
     }
+    // Floating-point sums may fall a hair short: the closest tenant has what it needs by definition.
+    const c = closest as Tenant;
+    c.deficit = Math.max(
+      c.deficit,
+      Math.min((c.list.head as SelectorEntry).charge, this.#maxCredit),
+    );
   }
 
   #link(t: Tenant): void {
@@ -191,4 +219,15 @@ export class DeficitRoundRobin implements Selector {
     t.next = undefined;
     t.prev = undefined;
   }
+}
+
+/** A tenant's quantum from the user's function: a finite number > 0. @throws TypeError/RangeError naming the tenant. */
+function checkQuantum(tenant: string, value: unknown): number {
+  const name = `fairness.quantum(${formatValue(tenant)})`;
+  if (value === undefined) {
+    throw new TypeError(
+      `limits: option "${name}" must be a number in (0, Infinity), got undefined`,
+    );
+  }
+  return checkNumber(name, value, 1, { min: 0, minExclusive: true });
 }

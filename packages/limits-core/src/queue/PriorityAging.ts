@@ -1,4 +1,4 @@
-import { checkNumber } from '../internal/validate.js';
+import { checkNumber, checkObject, formatValue } from '../internal/validate.js';
 import { GroupList } from './GroupList.js';
 import type { Selector } from './Selector.js';
 import type { SelectorEntry, Waiter } from './Waiter.js';
@@ -48,8 +48,9 @@ export class PriorityAging implements Selector {
   readonly #starveAfter: number;
   readonly #classes = new Map<number, PriorityClass>();
 
-  /** @throws RangeError naming the option. */
+  /** @throws TypeError/RangeError naming the option, the allowed range and the value given. */
   constructor(options: PriorityOptions) {
+    checkObject('priority', options);
     this.#rate =
       checkNumber('priority.agingPerSecond', options.agingPerSecond, 1, { min: 0 }) / 1000;
     this.#cap = checkNumber('priority.maxAgedPriority', options.maxAgedPriority, Infinity, {
@@ -58,7 +59,7 @@ export class PriorityAging implements Selector {
     const share = checkNumber('priority.minShare', options.minShare, 0, { min: 0 });
     if (share >= 1) {
       throw new RangeError(
-        `limits: option "priority.minShare" must be a number in [0, 1), got ${share}`,
+        `limits: option "priority.minShare" must be a number in [0, 1), got ${formatValue(share)}`,
       );
     }
     this.#starveAfter = share === 0 ? Infinity : Math.ceil(1 / share) - 1;
