@@ -222,7 +222,16 @@ async function settlesWithin(promise, ms) {
   const timeout = new Promise((resolve) => {
     timer = setTimeout(() => resolve(false), ms);
   });
-  const ok = await Promise.race([promise.then(() => true), timeout]);
+  const ok = await Promise.race([
+    promise.then(
+      () => true,
+      (e) => {
+        scriptErrors.push(`rejected: ${describeError(e)}`);
+        return true;
+      },
+    ),
+    timeout,
+  ]);
   clearTimeout(timer);
   return ok;
 }
@@ -241,6 +250,8 @@ class Counter extends Map {
   }
 }
 
+/** Errors of the soak's own making (a worker that threw, a close() that rejected): a failed check. */
+const scriptErrors = [];
 const checks = [];
 /** Records a check; `finding` names the issue-9 finding it would catch, if any. */
 function check(name, ok, detail, finding) {
@@ -270,7 +281,15 @@ const GRACE_MS = 5_000;
  */
 async function joinWorkers(workers, stopped) {
   let alive = workers.length;
-  for (const w of workers) w.then(() => alive--);
+  for (const w of workers) {
+    w.then(
+      () => alive--,
+      (e) => {
+        alive--;
+        scriptErrors.push(`worker: ${e?.stack ?? e}`);
+      },
+    );
+  }
   let stoppedAt;
   while (alive > 0) {
     await sleep(20);
@@ -811,7 +830,8 @@ async function phase2() {
     probeSlots: A.probeSlots,
     limit: { limit: new VegasLimit(VEGAS), maxQueued: 256, maxQueueWaitMs: 30 },
     fallback: (reason) => {
-      A.fallbackCalls.add(reason);
+      // (`reason` is a string today; accept an object carrying it, should the signature grow)
+      A.fallbackCalls.add(typeof reason === 'string' ? reason : String(reason?.reason));
       return FALLBACK;
     },
   });
@@ -836,7 +856,9 @@ async function phase2() {
     if (e?.code === 'CALL_TIMEOUT') return 'CallTimeoutError';
     if (e?.message === INJECTED || e?.message === OUTAGE) return 'action error';
     if (e?.message === SYNC_THROW) return 'action threw synchronously';
-    if (e?.message === BAD_THENABLE) return 'action thenable threw';
+    if (e?.message === BAD_THENABLE || e?.cause?.message === BAD_THENABLE) {
+      return 'action thenable threw';
+    }
     return undefined;
   };
 
@@ -1208,6 +1230,11 @@ if (p2 !== undefined) {
     JSON.stringify(p2.afterShutdown),
   );
 }
+check(
+  'no error in the soak itself (a worker that threw, a close()/shutdown() that rejected)',
+  scriptErrors.length === 0,
+  scriptErrors.length === 0 ? 'none' : scriptErrors.slice(0, 3).join(' | '),
+);
 check(
   'no unhandled rejection',
   unhandled === 0,
