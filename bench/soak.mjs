@@ -14,6 +14,8 @@
 //                                                still has a known bug (names: the MIX kinds below,
 //                                                "bad-thenable", "leaked-permits")
 //   SOAK_DEBUG=1 node --expose-gc bench/soak.mjs progress of phase 2 on stderr, once a second
+//   LIMITS_CORE=/abs/path/dist/index.js node --expose-gc bench/soak.mjs    another limits-core build
+//                                                (LIMITS_BREAKER likewise; the header names what ran)
 //
 // Needs the built packages: npx -y pnpm@12.4.2 -r --filter "./packages/**" run build
 // Prints a Markdown report (checks last). Exit code 0 when every check passes, 1 when one fails (all
@@ -124,8 +126,12 @@ globalThis.clearInterval = function clearInterval(t) {
   return realClearInterval(t);
 };
 
-const { Limiter, VegasLimit, LimitExceededError } = await import('limits-core');
-const { guard, CircuitOpenError } = await import('limits-breaker');
+// LIMITS_CORE / LIMITS_BREAKER=/abs/path/dist/index.js run another build (as in queue-memory.mjs);
+// limits-breaker keeps resolving limits-core on its own.
+const { Limiter, VegasLimit, LimitExceededError } = await import(
+  process.env.LIMITS_CORE ?? 'limits-core'
+);
+const { guard, CircuitOpenError } = await import(process.env.LIMITS_BREAKER ?? 'limits-breaker');
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -368,7 +374,13 @@ async function phase1() {
   const outcomes = new Counter();
   const unexpected = [];
   let unexpectedCount = 0;
-  const hang = { started: 0, resolvedLate: 0, notAborted: 0, abortReasons: new Counter() };
+  const hang = {
+    started: 0,
+    resolvedLate: 0,
+    notAborted: 0,
+    abortReasons: new Counter(),
+    samples: [],
+  };
   let pastDeadlineGranted = 0;
   let limitMin = Infinity;
   let limitMax = -Infinity;
@@ -390,7 +402,9 @@ async function phase1() {
   };
 
   const quick = async () => 1;
+  let plainSignal; // the signal the last task run without signal or budget received
   const quickListener = async (signal) => {
+    plainSignal = signal;
     // As fetch does: a fresh listener on the task's signal, never removed when the call succeeds.
     signal?.addEventListener('abort', () => {});
     return 1;
@@ -438,8 +452,12 @@ async function phase1() {
     let abortedAtSettle;
     let signalSeen;
     let taskDone;
+    let startedAt;
+    const calledAt = performance.now();
+    const queuedAtCall = limiter.queued;
     const task = (signal) => {
       hang.started++;
+      startedAt = performance.now();
       signalSeen = signal;
       const p = new Promise((resolve, reject) => {
         const t = setTimeout(() => {
@@ -473,7 +491,12 @@ async function phase1() {
       abortedAtSettle = signalSeen.aborted;
       if (outcome === 'ok') hang.resolvedLate++;
       if (!abortedAtSettle) hang.notAborted++;
-      else hang.abortReasons.add(signalSeen.reason?.name ?? String(signalSeen.reason));
+      if ((outcome === 'ok' || !abortedAtSettle) && hang.samples.length < 3) {
+        const now = performance.now();
+        hang.samples.push(
+          `${honour ? 'honours' : 'ignores'} abort, ${queuedAtCall} queued at the call, started after ${(startedAt - calledAt).toFixed(1)} ms, run() settled after ${(now - calledAt).toFixed(1)} ms (${outcome}), its signal ${signalSeen === plainSignal ? 'the one given to tasks without signal or budget' : 'its own'}`,
+        );
+      } else hang.abortReasons.add(signalSeen.reason?.name ?? String(signalSeen.reason));
       if (!settled) linger(taskDone);
     }
     return outcome === 'ok' ? 'hung task resolved (timeout not enforced)' : outcome;
@@ -1086,6 +1109,7 @@ if (p1 !== undefined) {
     "run({ timeout }) aborts the task's signal at the deadline",
     p1.hang.started > 0 && p1.hang.notAborted === 0,
     `${p1.hang.notAborted} of ${p1.hang.started} hung tasks' signals not aborted when run() settled` +
+      (p1.hang.samples.length ? `; e.g. ${p1.hang.samples.join('; ')}` : '') +
       (p1.hang.abortReasons.size
         ? `; reasons ${JSON.stringify(Object.fromEntries(p1.hang.abortReasons))}`
         : ''),
@@ -1268,8 +1292,10 @@ check(
 // ---------------------------------------------------------------------------------------------
 // Report.
 
-function packageDir(name) {
-  let dir = path.dirname(fileURLToPath(import.meta.resolve(name)));
+function packageDir(specifier, name) {
+  let dir = path.dirname(
+    specifier.startsWith('/') ? specifier : fileURLToPath(import.meta.resolve(specifier)),
+  );
   for (;;) {
     try {
       const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
@@ -1286,8 +1312,8 @@ function buildState(dir) {
   if (dist === 0) return 'dist missing';
   return src > dist ? 'WARNING: src is newer than dist, rebuild first' : 'dist newer than src';
 }
-const core = packageDir('limits-core');
-const breaker = packageDir('limits-breaker');
+const core = packageDir(process.env.LIMITS_CORE ?? 'limits-core', 'limits-core');
+const breaker = packageDir(process.env.LIMITS_BREAKER ?? 'limits-breaker', 'limits-breaker');
 const n = (x) => Math.round(x).toLocaleString('en');
 const table = (counter, total) =>
   counter
@@ -1306,7 +1332,7 @@ out.push(
   `- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}; CPU ${os.cpus()[0]?.model ?? 'unknown'} × ${os.cpus().length}`,
 );
 out.push(
-  `- limits-core ${core.version} (${gitState(core.dir)}; ${buildState(core.dir)}), limits-breaker ${breaker.version} (${gitState(breaker.dir)}; ${buildState(breaker.dir)})`,
+  `- limits-core ${core.version} at ${path.relative(process.cwd(), core.dir) || '.'} (${gitState(core.dir)}; ${buildState(core.dir)}), limits-breaker ${breaker.version} at ${path.relative(process.cwd(), breaker.dir) || '.'} (${gitState(breaker.dir)}; ${buildState(breaker.dir)})`,
 );
 out.push(`- seed ${SEED}; total ${(totalMs / 1000).toFixed(1)} s wall, ${cpuS.toFixed(1)} s CPU`);
 out.push('');
