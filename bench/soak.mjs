@@ -34,9 +34,10 @@
 // aborted by a signal (while queued or running), carry `cost` 2–4 or `bytes`; `acquire()` completed
 // with success / dropped / ignore (and completed again, which must do nothing), with a timeout or an
 // aborting signal; `tryAcquire()`; refusals: a pre-aborted signal, a cost that can never fit
-// (`too_large`), a deadline already past. Every 100,000 operations a brownout of 1,000 operations
-// makes every task take 2–20 ms (timers), so the queue fills (`queue_full`), waiters expire
-// (`expired`), deadlines are refused, and Vegas lowers its limit. A refused worker yields one
+// (`too_large`), a deadline already past. Every 100,000 operations (a tenth of the run) a brownout
+// of 1,000 operations (a thousandth) makes every task take 2–20 ms (timers), so the queue fills
+// (`queue_full`), waiters expire (`expired`), deadlines are refused, and Vegas lowers its limit.
+// A refused worker yields one
 // macrotask turn (setImmediate) before its next operation, and every worker yields one every 32
 // operations, as a service would; so the limiter's own timers run.
 //
@@ -362,8 +363,9 @@ const LIMITER_OPTIONS = {
 };
 const VEGAS = { initialLimit: 32, minLimit: 8, maxLimit: 128 };
 const P1_WORKERS = 288;
-const BROWNOUT_EVERY = 100_000;
-const BROWNOUT_OPS = 1_000;
+/** A brownout every tenth of the run, a thousandth of the operations long (100,000 and 1,000 by default). */
+const BROWNOUT_EVERY = Math.max(1, Math.floor(OPS / 10));
+const BROWNOUT_OPS = Math.max(1, Math.floor(OPS / 1000));
 const HANG_TIMEOUT_MS = 20;
 const HANG_TASK_MS = 40;
 
