@@ -440,6 +440,32 @@ describe('time budgets end to end', () => {
     expect(limiter.inflight).toBe(0);
   });
 
+  // issue 9, finding 10 (found by bench/soak.mjs: a late event loop fires the task's own timer first)
+  test('a task that settles after its deadline, before the budget timer ran, is still a timeout', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 2, clock });
+    const outcomes: string[] = [];
+    limiter.on('release', (e) => outcomes.push(e.outcome));
+    let seen: AbortSignal | undefined;
+    const task = deferred<string>();
+    const result = reason(
+      limiter.run(
+        (signal) => {
+          seen = signal;
+          return task.promise;
+        },
+        { timeout: 20 },
+      ),
+    );
+    clock.jump(50); // the loop was blocked: time passed, no timer ran
+    task.resolve('late');
+    expect(((await result) as Error).name).toBe('TimeoutError');
+    expect(seen?.aborted).toBe(true);
+    expect(outcomes).toEqual(['dropped']);
+    expect(clock.pending).toBe(0);
+    expect(limiter.inflight).toBe(0);
+  });
+
   // issue 9, finding 10
   test('a task declaring no parameter is still bounded by its budget', async () => {
     const clock = new FakeClock();

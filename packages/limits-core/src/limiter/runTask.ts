@@ -136,6 +136,8 @@ class TaskScope {
   timer: unknown = undefined;
   /** The deadline passed: the caller got the `TimeoutError`, the permit is released as `dropped`. */
   timedOut = false;
+  /** Clock ms at which the budget runs out (`Infinity`: no budget). */
+  dueAt = Infinity;
   constructor(
     readonly permit: Permit,
     readonly caller: AbortSignal | undefined,
@@ -189,6 +191,7 @@ export function runBudgeted(
   resolve: (value: unknown) => void,
 ): void {
   const scope = new TaskScope(permit, caller, clock, hooks, resolve);
+  if (budgetMs !== Infinity) scope.dueAt = clock.now() + Math.max(0, budgetMs);
   let signal = caller ?? NEVER_ABORTED;
   if (task.length > 0) {
     const controller = new AbortController();
@@ -221,6 +224,13 @@ async function followScoped(scope: TaskScope, result: unknown): Promise<void> {
   } catch (e) {
     failed = true;
     error = e;
+  }
+  // The budget timer may not have fired yet although its time has passed: when the event loop runs
+  // late, Node fires all due timers of one duration list before the next list, so a task's own later
+  // timer can settle it first. The deadline is what counts, not which callback ran first.
+  if (!scope.timedOut && scope.timer !== undefined && scope.clock.now() >= scope.dueAt) {
+    scope.clock.clearTimeout(scope.timer);
+    scope.onTimeout();
   }
   scope.end();
   if (scope.timedOut) {
