@@ -1,6 +1,6 @@
 import { checkFunction, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NO_LOAD_RTT_KEYS, NoLoadRtt, type ProbeState } from './NoLoadRtt.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
 import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
@@ -159,39 +159,46 @@ export class GradientLimit extends ProbingLimit {
     this.#long = new Ewma(longWindow);
   }
 
-  protected decide(sample: Sample, probe: ProbeState, L: number, base: number): LimitReason {
+  /** Feeds one sample; returns the new limit. */
+  update(input: Sample): number {
+    const sample = this.admit(input);
+    if (sample === undefined) return this.limit;
+    const L = this.estimate;
     // The concurrency this sample was admitted under: the level its RTT speaks for.
     const n = Math.min(Math.max(1, sample.inflight), this.maxLimit);
+    let reason: LimitReason;
+    let gradient = MIN_GRADIENT;
+    let long = this.#long.value;
+    let next: number;
     if (sample.dropped) {
-      this.#gradient = MIN_GRADIENT;
-      this.#longRtt = this.#long.value;
-      this.target = Math.min(n, L) * MIN_GRADIENT + this.#allowance(L);
-      return 'drop';
+      reason = 'drop';
+      next = Math.min(n, L) * gradient + this.#allowance(L);
+    } else {
+      const short = this.#short.add(sample.rtt);
+      long = this.#long.add(sample.rtt);
+      if (long > 2 * short) long = this.#long.value = long * 0.95;
+      long = Math.min(long, this.#longCap * this.baselineRttMs);
+      this.#longRtt = long;
+      if (this.probe !== 'none' || this.#long.count <= this.#warmup) {
+        this.#gradient = undefined;
+        return this.hold(sample, this.probe !== 'none' ? undefined : 'warmup');
+      }
+      // With a short average of 0 (rtt 0 from a millisecond clock) there is no sign of queueing.
+      gradient =
+        short > 0
+          ? clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance)
+          : this.#tolerance;
+      next = n * gradient + this.#allowance(n);
+      if (gradient >= 1 && this.slowStart) next = Math.max(next, 2 * n);
+      // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
+      // no evidence of congestion).
+      if (gradient >= 1 && next < L) next = L;
+      reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
+      if (reason === 'queueing') this.endSlowStart(sample.startTime);
     }
-    const short = this.#short.add(sample.rtt);
-    let long = this.#long.add(sample.rtt);
-    if (long > 2 * short) long = this.#long.value = long * 0.95;
-    long = Math.min(long, this.#longCap * base);
-    this.#longRtt = long;
-    this.#gradient = undefined;
-    if (probe !== 'none') return probe === 'dip' ? 'probe' : 'probe-end';
-    if (this.#long.count <= this.#warmup) return 'warmup';
-    // With a short average of 0 (rtt 0 from a millisecond clock) there is no sign of queueing.
-    const gradient =
-      short > 0
-        ? clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance)
-        : this.#tolerance;
     this.#gradient = gradient;
-    let next = n * gradient + this.#allowance(n);
-    if (gradient >= 1 && this.slowStart) next = Math.max(next, 2 * n);
-    // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
-    // no evidence of congestion).
-    if (gradient >= 1 && next < L) next = L;
-    this.target = next;
-    if (next > L) return 'increase';
-    if (!(next < L)) return 'steady';
-    this.endSlowStart(sample.startTime);
-    return 'queueing';
+    this.#longRtt = long;
+    return this.apply(reason, next, sample);
   }
 
   protected smooth(L: number, next: number): number {

@@ -160,23 +160,34 @@ export class NoLoadRtt {
    */
   observe(sample: Sample, limit: number, minLimit: number): ProbeState {
     const rtt = sample.rtt;
-    if (!sample.dropped && rttUsable(rtt)) {
-      if (rtt < this.#low1) {
-        this.#low2 = this.#low1;
-        this.#low1 = rtt;
-      } else if (rtt < this.#low2) {
-        this.#low2 = rtt;
-      }
-      const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
-      if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
-    }
+    // Only a new low can move the baseline between probes (a probe's end resets the lows).
+    if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
     if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
     this.#untilProbe -= 1 / Math.max(1, limit);
     if (this.#untilProbe > 1e-9) return 'none';
+    return this.#startProbe(sample, limit, minLimit);
+  }
+
+  // The rare paths are apart from `observe`, which runs on every sample: kept small, V8 inlines it
+  // into the algorithm's `update`.
+
+  /** A usable RTT below the second lowest: keeps the two lowest, maybe lowers the baseline. */
+  #lower(rtt: number): void {
+    if (rtt < this.#low1) {
+      this.#low2 = this.#low1;
+      this.#low1 = rtt;
+    } else {
+      this.#low2 = rtt;
+    }
+    const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
+    if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
+  }
+
+  #startProbe(sample: Sample, limit: number, minLimit: number): ProbeState {
     this.#probing = true;
     this.#valueAtProbe = this.value;
-    this.#probeStart = sample.startTime + (rttUsable(rtt) ? rtt : 0);
+    this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
     this.dipLimit = Math.max(minLimit, Math.floor(limit * this.#depth));

@@ -44,7 +44,11 @@ export class SlowStart {
    */
   after(limit: number, growing: boolean, now: number): void {
     if (this.active && limit >= this.#target) this.active = false;
-    if (!growing || this.#dropLevel === 0) return;
+    if (growing && this.#dropLevel !== 0) this.#resume(limit, now);
+  }
+
+  // Apart from `after`, which runs on every sample: kept small, V8 inlines it into the algorithm.
+  #resume(limit: number, now: number): void {
     if (!this.active && limit < this.#dropLevel / 2) {
       this.active = true;
       this.#since = now;

@@ -1,6 +1,6 @@
 import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NO_LOAD_RTT_KEYS, NoLoadRtt, type ProbeState } from './NoLoadRtt.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
 import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
@@ -121,38 +121,49 @@ export class VegasLimit extends ProbingLimit {
     this.#threshold = Number.isNaN(threshold) ? Math.min(1, this.#alpha) : threshold;
   }
 
-  protected decide(sample: Sample, probe: ProbeState, L: number, base: number): LimitReason {
+  /** Feeds one sample; returns the new limit. */
+  update(input: Sample): number {
+    const sample = this.admit(input);
+    if (sample === undefined) return this.limit;
+    const L = this.estimate;
     const l10 = log10Scale(L);
-    this.#queue = undefined;
+    let next = L;
+    let reason: LimitReason;
+    let queue: number | undefined;
     if (sample.dropped) {
-      this.target = L - l10;
-      return 'drop';
+      next = L - l10;
+      reason = 'drop';
+    } else {
+      // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
+      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
+      const w = Math.min(++this.#rttCount, Math.max(1, L));
+      this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
+      if (this.probe !== 'none') {
+        this.#queue = undefined;
+        return this.hold(sample);
+      }
+      const base = this.baselineRttMs;
+      // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
+      queue = base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
+      // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
+      // the delay of the loop's own feedback) moves the limit by one step.
+      const perSample = 1 / Math.max(1, L);
+      if (queue < this.#alpha * l10) {
+        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
+        const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
+        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
+        reason = 'increase';
+      } else if (queue > this.#beta * l10) {
+        next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
+        reason = 'queueing';
+        this.endSlowStart(sample.startTime);
+      } else {
+        reason = 'steady';
+        this.endSlowStart(sample.startTime);
+      }
     }
-    // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
-    // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
-    const w = Math.min(++this.#rttCount, Math.max(1, L));
-    this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
-    if (probe !== 'none') return probe === 'dip' ? 'probe' : 'probe-end';
-    // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
-    const queue =
-      base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
     this.#queue = queue;
-    // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
-    // the delay of the loop's own feedback) moves the limit by one step.
-    const perSample = 1 / Math.max(1, L);
-    if (queue < this.#alpha * l10) {
-      // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
-      const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
-      this.target = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
-      return 'increase';
-    }
-    this.endSlowStart(sample.startTime);
-    if (queue > this.#beta * l10) {
-      this.target = L - Math.max(l10, queue - this.#beta * l10) * perSample;
-      return 'queueing';
-    }
-    this.target = L;
-    return 'steady';
+    return this.apply(reason, next, sample);
   }
 
   protected smooth(L: number, next: number): number {
