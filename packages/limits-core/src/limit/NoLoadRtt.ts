@@ -12,7 +12,10 @@ export const NO_LOAD_RTT_KEYS = [
   'random',
 ] as const;
 
-/** Options of {@link NoLoadRtt}. */
+/**
+ * The probe options of {@link VegasLimit} and {@link GradientLimit} (part of their options): how their
+ * {@link NoLoadRtt} schedules the short dips that relearn the no-load RTT.
+ */
 export interface NoLoadRttOptions {
   /**
    * A probe dip starts every `U[0.5, 1) × probeMultiplier` rounds (a round is `limit` samples) while
@@ -71,7 +74,8 @@ export type ProbeState = 'none' | 'dip' | 'end';
 
 /**
  * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
- * probe dips to relearn it.
+ * probe dips to relearn it. Internal (not exported from the package since 0.2.0): Vegas and Gradient
+ * build one from their options.
  *
  * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
  * is at least 10 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it

@@ -1,6 +1,6 @@
 /**
  * Slow start for the delay-based algorithms: growth doubles per round (each sample adds 1) instead
- * of the algorithm's additive step.
+ * of the algorithm's additive step. Internal (not exported from the package since 0.2.0).
  *
  * It runs once from `initialLimit` until the first queueing, as in TCP. It runs again after a
  * collapse caused by drops (timeouts, overload replies): the limit held when the drops began is
