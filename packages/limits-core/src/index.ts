@@ -11,9 +11,8 @@ export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
 export { FixedLimit } from './limit/FixedLimit.js';
 export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';
 export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit/LimitAlgorithm.js';
-export { NoLoadRtt, type NoLoadRttOptions, type ProbeState } from './limit/NoLoadRtt.js';
-export { SlowStart } from './limit/SlowStart.js';
-export { log10Scale, VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
+export type { NoLoadRttOptions } from './limit/NoLoadRtt.js';
+export { VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
 export type { AcquireSink } from './limiter/AcquireSink.js';
 export type {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import * as core from '../src/index.js';
 import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/limit/AimdLimit.js';
 import { FixedLimit } from '../src/limit/FixedLimit.js';
@@ -223,4 +224,40 @@ describe('Vegas and Gradient relearn a lasting latency shift', () => {
       expect(Math.min(...late)).toBeGreaterThanOrEqual(35);
     },
   );
+});
+
+// issue 10: helpers of the algorithms are not part of the package's API
+describe('the package exports the algorithms, not their helpers', () => {
+  test('NoLoadRtt, SlowStart and log10Scale are not exported; the algorithms are', () => {
+    const names = Object.keys(core);
+    for (const internal of ['NoLoadRtt', 'SlowStart', 'log10Scale', 'ProbingLimit']) {
+      expect(names).not.toContain(internal);
+    }
+    for (const algorithm of [
+      'FixedLimit',
+      'AimdLimit',
+      'VegasLimit',
+      'GradientLimit',
+      'WindowedLimit',
+    ]) {
+      expect(names).toContain(algorithm);
+    }
+  });
+
+  test('Vegas and Gradient answer the same getters from their shared base', () => {
+    for (const a of [
+      new VegasLimit({ initialLimit: 7, maxLimit: 9 }),
+      new GradientLimit({ initialLimit: 7, maxLimit: 9 }),
+    ]) {
+      expect([a.limit, a.maxLimit, a.baselineRttMs, a.lastDecision]).toEqual([
+        7,
+        9,
+        Infinity,
+        undefined,
+      ]);
+      a.update(s(10, 7));
+      expect(a.baselineRttMs).toBe(10);
+      expect(a.lastDecision?.baselineRttMs).toBe(10);
+    }
+  });
 });

@@ -1,8 +1,7 @@
 import { checkFunction, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
-import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NO_LOAD_RTT_KEYS, NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
-import { SlowStart } from './SlowStart.js';
-import { usableSample } from './usableSample.js';
+import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
+import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
   'initialLimit',
@@ -19,13 +18,7 @@ const KEYS = [
 ] as const;
 
 /** Options of {@link GradientLimit}. */
-export interface GradientLimitOptions extends NoLoadRttOptions {
-  /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
-  initialLimit?: number;
-  /** Lowest limit, ≥ 1 (probe slots of the limiter are separate). @default 1 */
-  minLimit?: number;
-  /** Highest limit, ≥ 1. @default `max(1000, minLimit, initialLimit)` */
-  maxLimit?: number;
+export interface GradientLimitOptions extends ProbingLimitOptions {
   /**
    * How much queueing delay is tolerated before the limit falls: the gradient is
    * `tolerance × longRtt / shortRtt`. Netflix publishes 1.5, which settles near 1.5 × capacity;
@@ -98,19 +91,16 @@ class Ewma {
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
  *
+ * The baseline, the probe dips, slow start and applying the result come from {@link ProbingLimit}.
+ *
  * @example
  * ```ts
  * const limiter = new Limiter({ limit: new GradientLimit({ maxLimit: 200 }) });
  * ```
  */
-export class GradientLimit implements LimitAlgorithm {
-  #reason: LimitReason | undefined = undefined;
-  #rtt = 0;
-  #base = 0;
+export class GradientLimit extends ProbingLimit {
   #gradient: number | undefined = undefined;
   #longRtt = 0;
-  readonly #minLimit: number;
-  readonly #maxLimit: number;
   readonly #tolerance: number;
   readonly #allowance: (limit: number) => number;
   readonly #smoothing: number;
@@ -118,9 +108,6 @@ export class GradientLimit implements LimitAlgorithm {
   readonly #longCap: number;
   readonly #short: Ewma;
   readonly #long: Ewma;
-  readonly #noLoad: NoLoadRtt;
-  #estimate: number;
-  readonly #slowStart: SlowStart;
 
   /**
    * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
@@ -128,22 +115,20 @@ export class GradientLimit implements LimitAlgorithm {
    */
   constructor(options: GradientLimitOptions = {}) {
     checkKeys('GradientLimit', options, KEYS, 'gradient.');
-    const { initial, min, max } = checkLimits('gradient', options);
-    this.#minLimit = min;
-    this.#maxLimit = max;
-    this.#tolerance = checkNumber('gradient.tolerance', options.tolerance, 1.1, { min: 1 });
+    const bounds = checkLimits('gradient', options);
+    const tolerance = checkNumber('gradient.tolerance', options.tolerance, 1.1, { min: 1 });
     const qa = options.queueAllowance;
+    let allowance: (limit: number) => number;
     if (typeof qa === 'function') {
       const fn = checkFunction<(l: number) => number>('gradient.queueAllowance', qa) as (
         l: number,
       ) => number;
-      this.#allowance = (l) =>
-        checkNumber('gradient.queueAllowance(limit)', fn(l), 0, NON_NEGATIVE);
+      allowance = (l) => checkNumber('gradient.queueAllowance(limit)', fn(l), 0, NON_NEGATIVE);
     } else {
       const n = checkNumber('gradient.queueAllowance', qa, 4, { min: 0 });
-      this.#allowance = () => n;
+      allowance = () => n;
     }
-    this.#smoothing = checkNumber('gradient.smoothing', options.smoothing, 0.2, {
+    const smoothing = checkNumber('gradient.smoothing', options.smoothing, 0.2, {
       min: 0,
       max: 1,
       minExclusive: true,
@@ -159,42 +144,28 @@ export class GradientLimit implements LimitAlgorithm {
     // A default fits the value given.
     const shortWindow = Number.isNaN(short) ? Math.min(5, Number.isNaN(long) ? 5 : long) : short;
     const longWindow = Number.isNaN(long) ? Math.max(600, shortWindow) : long;
-    this.#warmup = checkNumber('gradient.warmupSamples', options.warmupSamples, 10, {
+    const warmup = checkNumber('gradient.warmupSamples', options.warmupSamples, 10, {
       min: 0,
       integer: true,
     });
-    this.#longCap = checkNumber('gradient.longCap', options.longCap, 1, { min: 1 });
+    const longCap = checkNumber('gradient.longCap', options.longCap, 1, { min: 1 });
+    super(bounds, new NoLoadRtt(options, 'gradient'));
+    this.#tolerance = tolerance;
+    this.#allowance = allowance;
+    this.#smoothing = smoothing;
+    this.#warmup = warmup;
+    this.#longCap = longCap;
     this.#short = new Ewma(shortWindow);
     this.#long = new Ewma(longWindow);
-    this.#noLoad = new NoLoadRtt(options, 'gradient');
-    this.#estimate = initial;
-    this.#slowStart = new SlowStart(this.#maxLimit);
-  }
-
-  /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
-  get maxLimit(): number {
-    return this.#maxLimit;
-  }
-
-  /** The current limit (the dip limit while a probe runs). */
-  get limit(): number {
-    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
-  }
-
-  /** The probe-measured no-load RTT in ms that caps the long average. */
-  get baselineRttMs(): number {
-    return this.#noLoad.value;
   }
 
   /** Feeds one sample; returns the new limit. */
   update(input: Sample): number {
-    const sample = usableSample(input);
+    const sample = this.admit(input);
     if (sample === undefined) return this.limit;
-    const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
-    const base = this.#noLoad.value;
-    const L = this.#estimate;
+    const L = this.estimate;
     // The concurrency this sample was admitted under: the level its RTT speaks for.
-    const n = Math.min(Math.max(1, sample.inflight), this.#maxLimit);
+    const n = Math.min(Math.max(1, sample.inflight), this.maxLimit);
     let reason: LimitReason;
     let gradient = MIN_GRADIENT;
     let long = this.#long.value;
@@ -206,14 +177,11 @@ export class GradientLimit implements LimitAlgorithm {
       const short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
       if (long > 2 * short) long = this.#long.value = long * 0.95;
-      long = Math.min(long, this.#longCap * base);
-      if (probe !== 'none') {
-        this.#decide(probe === 'dip' ? 'probe' : 'probe-end', sample, base, undefined, long);
-        return this.limit;
-      }
-      if (this.#long.count <= this.#warmup) {
-        this.#decide('warmup', sample, base, undefined, long);
-        return this.limit;
+      long = Math.min(long, this.#longCap * this.baselineRttMs);
+      this.#longRtt = long;
+      if (this.probe !== 'none' || this.#long.count <= this.#warmup) {
+        this.#gradient = undefined;
+        return this.hold(sample, this.probe !== 'none' ? undefined : 'warmup');
       }
       // With a short average of 0 (rtt 0 from a millisecond clock) there is no sign of queueing.
       gradient =
@@ -221,52 +189,24 @@ export class GradientLimit implements LimitAlgorithm {
           ? clamp((this.#tolerance * long) / short, MIN_GRADIENT, this.#tolerance)
           : this.#tolerance;
       next = n * gradient + this.#allowance(n);
-      if (gradient >= 1 && this.#slowStart.active) next = Math.max(next, 2 * n);
+      if (gradient >= 1 && this.slowStart) next = Math.max(next, 2 * n);
       // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
       // no evidence of congestion).
       if (gradient >= 1 && next < L) next = L;
       reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
-      if (reason === 'queueing') this.#slowStart.end(sample.startTime);
+      if (reason === 'queueing') this.endSlowStart(sample.startTime);
     }
-    if (next > L && 2 * sample.inflight < L) {
-      next = L;
-      reason = 'app-limited';
-    }
-    next = clamp(next, this.#minLimit, this.#maxLimit);
-    const estimate = L + this.#smoothing * (next - L);
-    if (Number.isFinite(estimate)) this.#estimate = estimate;
-    if (sample.dropped) this.#slowStart.drop(L);
-    else
-      this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);
-    this.#decide(reason, sample, base, gradient, long);
-    return this.limit;
-  }
-
-  #decide(
-    reason: LimitReason,
-    sample: Sample,
-    base: number,
-    gradient: number | undefined,
-    long: number,
-  ): void {
-    // Kept as numbers and built on demand: the limiter reads it only for `limit` event listeners.
-    this.#reason = reason;
-    this.#rtt = sample.rtt;
-    this.#base = base;
     this.#gradient = gradient;
     this.#longRtt = long;
+    return this.apply(reason, next, sample);
   }
 
-  /** Why the last update decided what it did, and the numbers behind it. */
-  get lastDecision(): LimitDecision | undefined {
-    if (this.#reason === undefined) return undefined;
-    const d: LimitDecision = {
-      reason: this.#reason,
-      rttMs: this.#rtt,
-      baselineRttMs: this.#base,
-      longRttMs: this.#longRtt,
-    };
+  protected smooth(L: number, next: number): number {
+    return L + this.#smoothing * (next - L);
+  }
+
+  protected explain(d: LimitDecision): void {
+    d.longRttMs = this.#longRtt;
     if (this.#gradient !== undefined) d.gradient = this.#gradient;
-    return d;
   }
 }

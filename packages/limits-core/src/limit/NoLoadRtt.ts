@@ -12,7 +12,10 @@ export const NO_LOAD_RTT_KEYS = [
   'random',
 ] as const;
 
-/** Options of {@link NoLoadRtt}. */
+/**
+ * The probe options of {@link VegasLimit} and {@link GradientLimit} (part of their options): how their
+ * {@link NoLoadRtt} schedules the short dips that relearn the no-load RTT.
+ */
 export interface NoLoadRttOptions {
   /**
    * A probe dip starts every `U[0.5, 1) × probeMultiplier` rounds (a round is `limit` samples) while
@@ -71,7 +74,8 @@ export type ProbeState = 'none' | 'dip' | 'end';
 
 /**
  * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
- * probe dips to relearn it.
+ * probe dips to relearn it. Internal (not exported from the package since 0.2.0): Vegas and Gradient
+ * build one from their options.
  *
  * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
  * is at least 10 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it
@@ -160,23 +164,34 @@ export class NoLoadRtt {
    */
   observe(sample: Sample, limit: number, minLimit: number): ProbeState {
     const rtt = sample.rtt;
-    if (!sample.dropped && rttUsable(rtt)) {
-      if (rtt < this.#low1) {
-        this.#low2 = this.#low1;
-        this.#low1 = rtt;
-      } else if (rtt < this.#low2) {
-        this.#low2 = rtt;
-      }
-      const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
-      if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
-    }
+    // Only a new low can move the baseline between probes (a probe's end resets the lows).
+    if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
     if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
     this.#untilProbe -= 1 / Math.max(1, limit);
     if (this.#untilProbe > 1e-9) return 'none';
+    return this.#startProbe(sample, limit, minLimit);
+  }
+
+  // The rare paths are apart from `observe`, which runs on every sample: kept small, V8 inlines it
+  // into the algorithm's `update`.
+
+  /** A usable RTT below the second lowest: keeps the two lowest, maybe lowers the baseline. */
+  #lower(rtt: number): void {
+    if (rtt < this.#low1) {
+      this.#low2 = this.#low1;
+      this.#low1 = rtt;
+    } else {
+      this.#low2 = rtt;
+    }
+    const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
+    if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
+  }
+
+  #startProbe(sample: Sample, limit: number, minLimit: number): ProbeState {
     this.#probing = true;
     this.#valueAtProbe = this.value;
-    this.#probeStart = sample.startTime + (rttUsable(rtt) ? rtt : 0);
+    this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
     this.dipLimit = Math.max(minLimit, Math.floor(limit * this.#depth));

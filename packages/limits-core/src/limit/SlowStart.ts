@@ -1,6 +1,6 @@
 /**
  * Slow start for the delay-based algorithms: growth doubles per round (each sample adds 1) instead
- * of the algorithm's additive step.
+ * of the algorithm's additive step. Internal (not exported from the package since 0.2.0).
  *
  * It runs once from `initialLimit` until the first queueing, as in TCP. It runs again after a
  * collapse caused by drops (timeouts, overload replies): the limit held when the drops began is
@@ -44,7 +44,11 @@ export class SlowStart {
    */
   after(limit: number, growing: boolean, now: number): void {
     if (this.active && limit >= this.#target) this.active = false;
-    if (!growing || this.#dropLevel === 0) return;
+    if (growing && this.#dropLevel !== 0) this.#resume(limit, now);
+  }
+
+  // Apart from `after`, which runs on every sample: kept small, V8 inlines it into the algorithm.
+  #resume(limit: number, now: number): void {
     if (!this.active && limit < this.#dropLevel / 2) {
       this.active = true;
       this.#since = now;

@@ -1,8 +1,7 @@
 import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
-import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NO_LOAD_RTT_KEYS, NoLoadRtt, type NoLoadRttOptions } from './NoLoadRtt.js';
-import { SlowStart } from './SlowStart.js';
-import { usableSample } from './usableSample.js';
+import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
+import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
+import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
   'initialLimit',
@@ -16,13 +15,7 @@ const KEYS = [
 ] as const;
 
 /** Options of {@link VegasLimit}. */
-export interface VegasLimitOptions extends NoLoadRttOptions {
-  /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
-  initialLimit?: number;
-  /** Lowest limit the algorithm answers, ≥ 1 (probe slots of the limiter are separate). @default 1 */
-  minLimit?: number;
-  /** Highest limit, ≥ 1. @default `max(1000, minLimit, initialLimit)` */
-  maxLimit?: number;
+export interface VegasLimitOptions extends ProbingLimitOptions {
   /**
    * Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. 1 applies each
    * step at once (Netflix's default); lower values damp noisy RTTs.
@@ -46,7 +39,10 @@ export interface VegasLimitOptions extends NoLoadRttOptions {
   threshold?: number;
 }
 
-/** `max(1, floor(log10 limit))`: how Vegas' thresholds and steps scale with the limit. */
+/**
+ * `max(1, floor(log10 limit))`: how Vegas' thresholds and steps scale with the limit (not exported
+ * from the package).
+ */
 export function log10Scale(limit: number): number {
   return Math.max(1, Math.floor(Math.log10(Math.max(1, limit))));
 }
@@ -69,31 +65,22 @@ export function log10Scale(limit: number): number {
  * load of one round ago, so per-sample steps move the limit by a whole round of steps before the
  * first answer arrives and it swings between half and twice the capacity. Here a round of `L`
  * samples moves it by one step (one step per RTT, as TCP Vegas does), and the averaged RTT keeps
- * sample noise out of the queue estimate. The baseline comes from {@link NoLoadRtt} (resists a lucky
- * low sample and upward drift, relearns a lasting shift through short probe dips, reasons
- * `probe`/`probe-end`), and {@link SlowStart} recovers quickly after an outage.
+ * sample noise out of the queue estimate. The baseline, the probe dips (reasons `probe`/`probe-end`),
+ * slow start and applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts
  * const limiter = new Limiter({ limit: new VegasLimit({ initialLimit: 20, maxLimit: 200 }) });
  * ```
  */
-export class VegasLimit implements LimitAlgorithm {
-  #reason: LimitReason | undefined = undefined;
-  #rtt = 0;
-  #base = 0;
+export class VegasLimit extends ProbingLimit {
   #queue: number | undefined = undefined;
-  readonly #minLimit: number;
-  readonly #maxLimit: number;
   readonly #smoothing: number;
   readonly #alpha: number;
   readonly #beta: number;
   readonly #threshold: number;
-  readonly #noLoad: NoLoadRtt;
-  #estimate: number;
   #rttAvg = 0;
   #rttCount = 0;
-  readonly #slowStart: SlowStart;
 
   /**
    * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
@@ -101,10 +88,8 @@ export class VegasLimit implements LimitAlgorithm {
    */
   constructor(options: VegasLimitOptions = {}) {
     checkKeys('VegasLimit', options, KEYS, 'vegas.');
-    const { initial, min, max } = checkLimits('vegas', options);
-    this.#minLimit = min;
-    this.#maxLimit = max;
-    this.#smoothing = checkNumber('vegas.smoothing', options.smoothing, 1, {
+    const bounds = checkLimits('vegas', options);
+    const smoothing = checkNumber('vegas.smoothing', options.smoothing, 1, {
       min: 0,
       max: 1,
       minExclusive: true,
@@ -128,37 +113,19 @@ export class VegasLimit implements LimitAlgorithm {
         `limits: option "vegas.threshold" (${threshold}) must be ≤ "vegas.beta" (${beta})`,
       );
     }
+    super(bounds, new NoLoadRtt(options, 'vegas'));
+    this.#smoothing = smoothing;
     const lo = Number.isNaN(threshold) ? 0 : threshold;
     this.#alpha = Number.isNaN(alpha) ? clamp(3, lo, Number.isNaN(beta) ? Infinity : beta) : alpha;
     this.#beta = Number.isNaN(beta) ? Math.max(6, this.#alpha) : beta;
     this.#threshold = Number.isNaN(threshold) ? Math.min(1, this.#alpha) : threshold;
-    this.#noLoad = new NoLoadRtt(options, 'vegas');
-    this.#estimate = initial;
-    this.#slowStart = new SlowStart(this.#maxLimit);
-  }
-
-  /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
-  get maxLimit(): number {
-    return this.#maxLimit;
-  }
-
-  /** The current limit (the dip limit while a probe runs). */
-  get limit(): number {
-    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
-  }
-
-  /** The no-load RTT in ms the algorithm compares with (`Infinity` before the first sample). */
-  get baselineRttMs(): number {
-    return this.#noLoad.value;
   }
 
   /** Feeds one sample; returns the new limit. */
   update(input: Sample): number {
-    const sample = usableSample(input);
+    const sample = this.admit(input);
     if (sample === undefined) return this.limit;
-    const probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
-    const base = this.#noLoad.value;
-    const L = this.#estimate;
+    const L = this.estimate;
     const l10 = log10Scale(L);
     let next = L;
     let reason: LimitReason;
@@ -171,10 +138,11 @@ export class VegasLimit implements LimitAlgorithm {
       // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
       const w = Math.min(++this.#rttCount, Math.max(1, L));
       this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
-      if (probe !== 'none') {
-        this.#decide(probe === 'dip' ? 'probe' : 'probe-end', sample, base);
-        return this.limit;
+      if (this.probe !== 'none') {
+        this.#queue = undefined;
+        return this.hold(sample);
       }
+      const base = this.baselineRttMs;
       // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
       queue = base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
       // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
@@ -183,44 +151,26 @@ export class VegasLimit implements LimitAlgorithm {
       if (queue < this.#alpha * l10) {
         // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
         const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
-        next = L + (this.#slowStart.active ? Math.max(L, step) : step) * perSample;
+        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
         reason = 'increase';
       } else if (queue > this.#beta * l10) {
         next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
         reason = 'queueing';
-        this.#slowStart.end(sample.startTime);
+        this.endSlowStart(sample.startTime);
       } else {
         reason = 'steady';
-        this.#slowStart.end(sample.startTime);
-      }
-      if (next > L && 2 * sample.inflight < L) {
-        next = L;
-        reason = 'app-limited';
+        this.endSlowStart(sample.startTime);
       }
     }
-    next = clamp(next, this.#minLimit, this.#maxLimit);
-    const estimate = (1 - this.#smoothing) * L + this.#smoothing * next;
-    if (Number.isFinite(estimate)) this.#estimate = estimate;
-    if (sample.dropped) this.#slowStart.drop(L);
-    else
-      this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);
-    this.#decide(reason, sample, base, queue);
-    return this.limit;
-  }
-
-  #decide(reason: LimitReason, sample: Sample, base: number, queue?: number): void {
-    // Kept as numbers and built on demand: the limiter reads it only for `limit` event listeners.
-    this.#reason = reason;
-    this.#rtt = sample.rtt;
-    this.#base = base;
     this.#queue = queue;
+    return this.apply(reason, next, sample);
   }
 
-  /** Why the last update decided what it did, and the numbers behind it. */
-  get lastDecision(): LimitDecision | undefined {
-    if (this.#reason === undefined) return undefined;
-    const d: LimitDecision = { reason: this.#reason, rttMs: this.#rtt, baselineRttMs: this.#base };
+  protected smooth(L: number, next: number): number {
+    return (1 - this.#smoothing) * L + this.#smoothing * next;
+  }
+
+  protected explain(d: LimitDecision): void {
     if (this.#queue !== undefined) d.queue = this.#queue;
-    return d;
   }
 }

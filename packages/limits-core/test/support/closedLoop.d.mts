@@ -1,0 +1,32 @@
+import type { LimitAlgorithm, Sample } from '../../src/limit/LimitAlgorithm.js';
+
+/** Parameters of the simulated downstream (all times in simulated ms). */
+export interface DownstreamModel {
+  /** True capacity C: in-flight requests served without queueing. */
+  capacity: number;
+  /** Base latency B in ms; may change with the sample index (a latency spike). */
+  baseLatencyMs: number | ((completed: number) => number);
+  /** A request whose RTT exceeds this is reported as dropped. @default Infinity */
+  timeoutMs?: number;
+  /** Relative noise: rtt × (1 + noise × U[-1, 1)). @default 0.05 */
+  noise?: number;
+  /** Seed of the noise (used by simulate.ts). @default 1 */
+  seed?: number;
+}
+
+/** One step of a run: the sample fed and the limit after it. */
+export interface Step {
+  sample: Sample;
+  limit: number;
+}
+
+/** Runs `samples` completions of the closed loop (see closedLoop.mjs); `random` gives the noise. */
+export function closedLoop(
+  algorithm: LimitAlgorithm,
+  model: DownstreamModel,
+  samples: number,
+  random: () => number,
+): Step[];
+
+/** `traced` feeds `algorithm` and pushes its `lastDecision.reason` after every sample to `reasons`. */
+export function tracing(algorithm: LimitAlgorithm): { traced: LimitAlgorithm; reasons: string[] };
