@@ -293,3 +293,45 @@ describe('PartitionedLimiter: an idle partition is not starved of loans', () => 
     expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
   });
 });
+
+describe('closing a PartitionedLimiter', () => {
+  // issue 9, finding 6 (close() can be bounded in time, for partitions too)
+  test('close({ timeoutMs }) resolves after the timeout with what every partition still holds', async () => {
+    const clock = new FakeClock();
+    const pool = new PartitionedLimiter({
+      limit: 4,
+      clock,
+      partitions: { a: { reserved: 2 }, b: { reserved: 2 } },
+    });
+    const held = [
+      await pool.partition('a').acquire({ cost: 2 }),
+      await pool.partition('b').acquire(),
+    ];
+    let result: unknown;
+    void pool.close({ timeoutMs: 100 }).then((r) => {
+      result = r;
+    });
+    await clock.advance(99);
+    expect(result).toBeUndefined();
+    await clock.advance(1);
+    expect(result).toEqual({ drained: false, permits: 2, inflight: 3 });
+    for (const p of held) p.success();
+    expect(clock.pending).toBe(0);
+  });
+
+  test('close() resolves drained once the last permit comes back', async () => {
+    const pool = new PartitionedLimiter({ limit: 2, partitions: { a: { reserved: 1 } } });
+    const permit = await pool.partition('a').acquire();
+    const closing = pool.close();
+    permit.success();
+    expect(await closing).toEqual({ drained: true, permits: 0, inflight: 0 });
+  });
+
+  test('close() refuses bad options before closing anything', async () => {
+    const pool = new PartitionedLimiter({ limit: 2, partitions: { a: { reserved: 1 } } });
+    await expect(pool.close({ timeotMs: 5 } as never)).rejects.toThrow(/did you mean "timeoutMs"/);
+    await expect(pool.close({ timeoutMs: -1 })).rejects.toThrow(RangeError);
+    const permit = await pool.partition('a').acquire();
+    permit.success();
+  });
+});

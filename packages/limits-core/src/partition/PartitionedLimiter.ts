@@ -1,8 +1,13 @@
-import { formatValue, nearestName } from '../internal/validate.js';
+import { checkKeys, checkNumber, formatValue, nearestName } from '../internal/validate.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { Limiter } from '../limiter/Limiter.js';
-import type { AcquireOptions, CapacityGate } from '../limiter/options.js';
+import type {
+  AcquireOptions,
+  CapacityGate,
+  CloseOptions,
+  CloseResult,
+} from '../limiter/options.js';
 import {
   type PartitionedLimiterOptions,
   prefixed,
@@ -210,9 +215,24 @@ export class PartitionedLimiter {
     };
   }
 
-  /** Closes every partition; resolves when all their work has ended. */
-  async close(): Promise<void> {
-    await Promise.all(this.#order.map((p) => p.limiter.close()));
+  /**
+   * Closes every partition (new requests and queued waiters are refused with reason `closed`) and
+   * resolves when all their work has ended, or when `timeoutMs` has passed, with what was still held.
+   * @param options - `timeoutMs`: bound on the wait for permits in flight (default: no bound).
+   * @returns the sum over the partitions (`drained` only when every partition drained).
+   * @throws (as a rejected promise) TypeError/RangeError for bad options, before anything closes.
+   */
+  async close(options?: CloseOptions): Promise<CloseResult> {
+    if (options !== undefined) {
+      checkKeys('PartitionedLimiter.close', options, ['timeoutMs']);
+      checkNumber('timeoutMs', options.timeoutMs, Infinity, { min: 0, allowInfinity: true });
+    }
+    const results = await Promise.all(this.#order.map((p) => p.limiter.close(options)));
+    return {
+      drained: results.every((r) => r.drained),
+      permits: results.reduce((sum, r) => sum + r.permits, 0),
+      inflight: results.reduce((sum, r) => sum + r.inflight, 0),
+    };
   }
 
   #part(name: string): Part {
