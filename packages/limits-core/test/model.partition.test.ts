@@ -241,12 +241,10 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
         reqs.push(r);
         track(
           r,
-          limiter
-            .partition(name)
-            .acquire({
-              cost: op.cost,
-              ...(op.timeout === undefined ? {} : { timeout: op.timeout }),
-            }),
+          limiter.partition(name).acquire({
+            cost: op.cost,
+            ...(op.timeout === undefined ? {} : { timeout: op.timeout }),
+          }),
         );
         break;
       }
