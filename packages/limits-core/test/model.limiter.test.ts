@@ -819,6 +819,63 @@ function property(p: Profile) {
 
 const strict = process.env.LIMITS_MODEL_STRICT === '1';
 
+type Example = [Config, Op[], ListenerAction[]];
+
+const BASE: Config = {
+  mode: 'fifo',
+  codel: false,
+  probeSlots: 0,
+  limit: 1,
+  maxLimit: undefined,
+  maxQueued: 4,
+  maxQueuedBytes: Infinity,
+  maxQueueWaitMs: Infinity,
+  initialServiceMs: 0,
+  stall: false,
+  quantum: 1,
+  maxPerTenant: undefined,
+  estimator: false,
+  aging: 0,
+  minShare: 0,
+  lowCredit: false,
+};
+
+function acq(cost: number, extra: Partial<Op & { k: 'acquire' }> = {}): Op {
+  return {
+    k: 'acquire',
+    cost,
+    bytes: 0,
+    timeout: undefined,
+    deadline: undefined,
+    tenant: 'a',
+    priority: 0,
+    abortable: false,
+    ...extra,
+  };
+}
+
+function runOp(extra: Partial<Op & { k: 'run' }> = {}): Op {
+  return {
+    k: 'run',
+    cost: 1,
+    timeout: undefined,
+    behaviour: 'resolve',
+    abortable: false,
+    tenant: 'a',
+    priority: 0,
+    kind: 'x',
+    ...extra,
+  };
+}
+
+/**
+ * Counterexamples the properties found on the code before the fixes (shrunk), kept as fixed cases
+ * run before the random ones: `[finding, example]` (dropped when that finding is skipped).
+ */
+function examples(...list: Array<[number, Example]>): { examples: Example[] } {
+  return { examples: list.filter(([n]) => checks(n)).map(([, e]) => e) };
+}
+
 describe('Limiter model', () => {
   it('fifo order, with and without CoDel: cost, bytes, deadlines, queue wait, abort, limit changes, close', async () => {
     await fc.assert(
@@ -829,10 +886,11 @@ describe('Limiter model', () => {
 
   // issue 9, finding 13 (LIFO is not work-conserving) fails this on the code before the fix.
   it('lifo order, with and without CoDel: the same, and the waiter next in line never waits when it fits', async () => {
-    await fc.assert(
-      property({ name: 'lifo', modes: ['lifo'], workConserving: true }),
-      modelParams(2),
-    );
+    await fc.assert(property({ name: 'lifo', modes: ['lifo'], workConserving: true }), {
+      ...modelParams(2),
+      // seed 90003: limit 2, hold 1, queue 2, then a waiter of cost 1 waits though it fits.
+      ...examples([13, [{ ...BASE, mode: 'lifo', limit: 2 }, [acq(1), acq(2), acq(1)], []]]),
+    });
   });
 
   it('adaptive order, with and without CoDel: the same', async () => {
@@ -845,10 +903,19 @@ describe('Limiter model', () => {
   // issue 9, finding 4: a fair queue with maxCredit below a cost spins forever (synchronously, which
   // no test timeout can stop), so those configurations run only with LIMITS_MODEL_STRICT=1 until fixed.
   it('fair queueing across tenants: quantum, weights, per-tenant cap, cost estimator', async () => {
-    await fc.assert(
-      property({ name: 'fair', modes: ['fair'], run: true, lowCredit: strict }),
-      modelParams(4),
-    );
+    await fc.assert(property({ name: 'fair', modes: ['fair'], run: true, lowCredit: strict }), {
+      ...modelParams(4),
+      ...(strict
+        ? examples([
+            4,
+            [
+              { ...BASE, mode: 'fair', lowCredit: true },
+              [acq(2), acq(2), { k: 'complete', index: 0, outcome: 'success' }],
+              [],
+            ],
+          ])
+        : {}),
+    });
   });
 
   it('priority queueing with aging and minimum shares', async () => {
@@ -865,7 +932,15 @@ describe('Limiter model', () => {
         run: true,
         runChecks: true,
       }),
-      modelParams(6),
+      {
+        ...modelParams(6),
+        ...examples(
+          // seed 90007: run(task, { timeout: 1 }) is not answered at its deadline.
+          [10, [{ ...BASE, maxQueued: 0 }, [runOp({ timeout: 1 }), { k: 'advance', ms: 2 }], []]],
+          // two tasks run without a signal get the same one.
+          [11, [BASE, [runOp(), runOp()], []]],
+        ),
+      },
     );
   });
 
@@ -885,7 +960,22 @@ describe('Limiter model', () => {
   it('an algorithm that answers NaN, ±Infinity, a negative limit or throws keeps the last good limit', async () => {
     await fc.assert(
       property({ name: 'badLimit', modes: ['fifo', 'fair', 'priority'], badLimit: true }),
-      modelParams(8),
+      {
+        ...modelParams(8),
+        // seed 90009: the algorithm answers NaN; the next release sets capacity to NaN.
+        ...examples([
+          2,
+          [
+            { ...BASE, maxQueued: 0 },
+            [
+              { k: 'badLimit', value: Number.NaN },
+              acq(1),
+              { k: 'complete', index: 0, outcome: 'success' },
+            ],
+            [],
+          ],
+        ]),
+      },
     );
   });
 
@@ -893,7 +983,17 @@ describe('Limiter model', () => {
   it('bad acquire options are refused through one channel and change nothing; past deadlines are refused', async () => {
     await fc.assert(
       property({ name: 'bad', modes: ['fifo', 'lifo', 'fair', 'priority'], bad: true }),
-      modelParams(9),
+      {
+        ...modelParams(9),
+        ...examples(
+          // seed 90010: acquire({ cost: -1 }) throws instead of rejecting.
+          [1, [BASE, [{ k: 'bad', which: 0 }], []]],
+          // the ghost waiter: priority NaN while the one permit is held.
+          [1, [{ ...BASE, mode: 'priority' }, [acq(1), { k: 'bad', which: 11 }], []]],
+          // timeout 0 is granted while capacity is free.
+          [12, [BASE, [{ k: 'bad', which: 19 }], []]],
+        ),
+      },
     );
   });
 
@@ -901,7 +1001,23 @@ describe('Limiter model', () => {
   it('a clock that jumps backwards or forwards neither keeps waiters past their wait nor poisons estimates', async () => {
     await fc.assert(
       property({ name: 'jump', modes: ['fifo', 'adaptive', 'priority'], jump: true }),
-      modelParams(10),
+      {
+        ...modelParams(10),
+        // seed 90011: the clock jumps back 1 h; a waiter with timeout 1 stays queued.
+        ...examples([
+          14,
+          [
+            { ...BASE, maxQueued: 2 },
+            [
+              { k: 'try', cost: 1 },
+              acq(1, { timeout: 1 }),
+              { k: 'jump', ms: -3_600_000 },
+              { k: 'advance', ms: 2 },
+            ],
+            [],
+          ],
+        ]),
+      },
     );
   });
 });
