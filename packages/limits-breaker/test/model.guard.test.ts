@@ -24,13 +24,15 @@ const CircuitBreaker = require('opossum') as OpossumConstructor;
 const SEED = Number(process.env.LIMITS_MODEL_SEED ?? 9_0001);
 const RUNS = Number(process.env.LIMITS_MODEL_RUNS ?? 1000);
 const PATH = process.env.LIMITS_MODEL_PATH;
+const LENGTH = Number(process.env.LIMITS_MODEL_LENGTH ?? 30);
 const skipped = new Set(
   (process.env.LIMITS_MODEL_SKIP_FINDINGS ?? '')
     .split(',')
-    .filter((s) => s.trim() !== '')
-    .map(Number),
+    .map((s) => s.trim())
+    .filter((s) => s !== ''),
 );
-const checks = (n: number) => !skipped.has(n);
+/** Whether the checks of finding `n` run (`N1`: the new finding of this suite, see below). */
+const checks = (n: number | string) => !skipped.has(String(n));
 
 /** A clock on the (faked) global timers, which opossum uses too. */
 const clock: Clock = {
@@ -118,7 +120,13 @@ const flush = async () => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
 
-async function runModel(config: Config, ops: Op[]): Promise<void> {
+type ListenerAction = 'none' | 'fire' | 'throw';
+
+class ListenerError extends Error {
+  override name = 'ListenerError';
+}
+
+async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []): Promise<void> {
   const calls: CallRec[] = [];
   const problems: string[] = [];
   let episode = 0;
@@ -177,6 +185,37 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
     },
   );
   let shut = false;
+  let draining = false;
+  function fireCall(behaviour: Behaviour): void {
+    const c: CallRec = {
+      id: calls.length,
+      behaviour,
+      episode: g.state === 'HALF_OPEN' ? episode : 0,
+      started: false,
+      done: false,
+      answered: false,
+    };
+    calls.push(c);
+    let promise: Promise<unknown> | undefined;
+    try {
+      promise = g.fire(c.id);
+    } catch (error) {
+      // issue 9, finding 8: fire() never throws synchronously.
+      c.answered = true;
+      if (checks(8) || !(error instanceof Error && error.message === 'then() threw')) {
+        problems.push(`fire() threw synchronously: ${String(error)}`);
+      }
+    }
+    promise?.then(
+      () => {
+        c.answered = true;
+      },
+      (error: unknown) => {
+        c.answered = true;
+        c.error = error;
+      },
+    );
+  }
   const ctx = () => `config ${JSON.stringify(config)}`;
   g.on('state', (e: { from: CircuitState; to: CircuitState }) => {
     if (e.to === 'HALF_OPEN') episode++;
@@ -184,6 +223,31 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
     if (checks(7) && trials < 0) problems.push(`stats().trials ${trials} at ${e.from} → ${e.to}`);
   });
 
+  if (script.length > 0) {
+    // Re-entrant and throwing listeners: a listener that fires another call, or throws.
+    let step = 0;
+    let depth = 0;
+    let fired = 0;
+    const act = () => {
+      const a = script[step++ % script.length] as ListenerAction;
+      // At most 20 calls fired by listeners per run: a listener firing on every release is an
+      // endless stream of work, not a bug.
+      if (a === 'none' || depth > 1 || shut || draining || fired >= 20) return;
+      // New finding N1 (not in issue 9): a guard listener that throws leaves callers unanswered.
+      if (a === 'throw' && !checks('N1')) return;
+      if (a === 'throw') throw new ListenerError('listener threw');
+      depth++;
+      fired++;
+      try {
+        fireCall('value');
+      } finally {
+        depth--;
+      }
+    };
+    for (const event of ['state', 'fallback', 'release', 'reject'] as const) g.on(event, act);
+  }
+  // The limiter reports its own listeners' errors (the guard forwards release/reject through it).
+  g.limiter.on('error', () => {});
   const running = () => calls.filter((c) => c.started && !c.done);
   const check = (where: string) => {
     expect(problems, `${where}, ${ctx()}`).toEqual([]);
@@ -214,35 +278,9 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
 
   for (const [i, op] of ops.entries()) {
     switch (op.k) {
-      case 'fire': {
-        const c: CallRec = {
-          id: calls.length,
-          behaviour: op.behaviour,
-          episode: g.state === 'HALF_OPEN' ? episode : 0,
-          started: false,
-          done: false,
-          answered: false,
-        };
-        calls.push(c);
-        let promise: Promise<unknown> | undefined;
-        try {
-          promise = g.fire(c.id);
-        } catch (error) {
-          // issue 9, finding 8: fire() never throws synchronously.
-          c.answered = true;
-          if (checks(8)) problems.push(`fire() threw synchronously: ${String(error)}`);
-        }
-        promise?.then(
-          () => {
-            c.answered = true;
-          },
-          (error: unknown) => {
-            c.answered = true;
-            c.error = error;
-          },
-        );
+      case 'fire':
+        fireCall(op.behaviour);
         break;
-      }
       case 'finish': {
         const open = calls.filter((c) => c.started && !c.done && c.resolve !== undefined);
         if (open.length === 0) break;
@@ -252,10 +290,23 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
         break;
       }
       case 'advance':
-        await vi.advanceTimersByTimeAsync(op.ms);
+        try {
+          await vi.advanceTimersByTimeAsync(op.ms);
+        } catch (error) {
+          // A state listener that throws from opossum's reset timer: the error surfaces from the
+          // timer (an uncaught exception in a real process), like any EventEmitter listener's.
+          if (!(error instanceof ListenerError)) throw error;
+        }
         break;
       case 'open':
-        if (!shut) g.breaker.open();
+        if (!shut) {
+          try {
+            g.breaker.open();
+          } catch (error) {
+            // A state listener that throws: it surfaces here, to whoever opened the circuit.
+            if (!(error instanceof ListenerError)) throw error;
+          }
+        }
         break;
       case 'shutdown': {
         shut = true;
@@ -268,6 +319,7 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
   }
 
   // Drain: end every action, let every timeout and the reset timeout pass.
+  draining = true;
   for (let round = 0; round < 20; round++) {
     for (const c of calls) {
       if (c.started && !c.done) c.resolve?.('drained');
@@ -299,14 +351,20 @@ describe('guard() model', () => {
     vi.useRealTimers();
   });
 
-  const property = (withBadThenable: boolean) =>
+  const property = (withBadThenable: boolean, listeners = false) =>
     fc.asyncProperty(
       configArb,
-      fc.array(opArb(withBadThenable), { maxLength: 30 }),
-      async (config, ops) => {
+      fc.array(opArb(withBadThenable), { maxLength: LENGTH }),
+      listeners
+        ? fc.array(fc.constantFrom<ListenerAction>('none', 'fire', 'throw'), {
+            minLength: 1,
+            maxLength: 8,
+          })
+        : fc.constant([] as ListenerAction[]),
+      async (config, ops, script) => {
         vi.useFakeTimers();
         try {
-          await runModel(config, ops);
+          await runModel(config, ops, script);
         } finally {
           vi.clearAllTimers();
           vi.useRealTimers();
@@ -324,7 +382,9 @@ describe('guard() model', () => {
   };
   /** Counterexamples found on the code before the fixes, kept as fixed cases: `[finding, example]`. */
   const examples = (...list: Array<[number, [Config, Op[]]]>) => ({
-    examples: list.filter(([n]) => checks(n)).map(([, e]) => e),
+    examples: list
+      .filter(([n]) => checks(n))
+      .map(([, [config, ops]]): [Config, Op[], ListenerAction[]] => [config, ops, []]),
   });
   const params = (offset: number) => ({
     seed: SEED + offset,
@@ -371,11 +431,143 @@ describe('guard() model', () => {
     });
   });
 
+  it('re-entrant and throwing listeners on state, fallback, release and reject', async () => {
+    await fc.assert(property(false, true), params(32));
+  });
+
   it('CircuitOpenError is what an OPEN circuit answers without a fallback', async () => {
     vi.useFakeTimers();
     const g = guard(async () => 'x', { CircuitBreaker, clock, timeout: false });
     g.breaker.open();
     await expect(g.fire()).rejects.toBeInstanceOf(CircuitOpenError);
+    await g.shutdown();
+  });
+});
+
+describe('guard(): new findings of the model suites', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // New finding N2 (not in issue 9): a queued call whose action returns a value (or throws)
+  // synchronously settles inside the limiter's dispatch that granted it, and its release dispatches
+  // the next one from there: the stack grows with the queue. On the code before a fix, about 900
+  // such queued calls overflow the stack: the first caller gets a RangeError instead of its
+  // result, no queued caller is ever answered, a permit stays held and the rest stay queued forever.
+  it.each(['value', 'throw'] as const)(
+    'a long queue of calls whose action ends synchronously (%s) drains without recursing',
+    async (kind) => {
+      let release!: (v: string) => void;
+      let first = true;
+      const g = guard(
+        () => {
+          if (first) {
+            first = false;
+            return new Promise<string>((resolve) => {
+              release = resolve;
+            });
+          }
+          if (kind === 'throw') throw new Error('threw before starting');
+          return 'sync';
+        },
+        { CircuitBreaker, clock, timeout: false, limit: { limit: 1, maxQueued: 100_000, clock } },
+      );
+      const head = g.fire();
+      const n = 5000;
+      let answered = 0;
+      for (let i = 0; i < n; i++) {
+        g.fire().then(
+          () => answered++,
+          () => answered++,
+        );
+      }
+      release('x');
+      await expect(head).resolves.toBe('x');
+      await flush();
+      expect(answered).toBe(n);
+      expect(g.limiter.snapshot()).toMatchObject({ queued: 0, inflight: 0, permits: 0 });
+      await g.shutdown();
+    },
+  );
+
+  // New finding N1 (not in issue 9): a guard listener that throws escapes into the guard's and the
+  // limiter's internals. A throwing `fallback` listener, when a queued call expires, aborts the
+  // limiter's expiry loop: that caller and every later one are never answered, and the next waiter
+  // stays queued long past maxQueueWaitMs. (The limiter's own events isolate listener errors; the
+  // guard's do not.)
+  it('a fallback listener that throws leaves no caller unanswered and no waiter past its wait', async () => {
+    vi.useFakeTimers();
+    let release!: () => void;
+    const g = guard(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      {
+        CircuitBreaker,
+        clock,
+        timeout: false,
+        limit: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
+      },
+    );
+    g.limiter.on('error', () => {});
+    g.on('fallback', () => {
+      throw new ListenerError('fallback listener threw');
+    });
+    const head = g.fire();
+    const answers: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      g.fire().then(
+        () => answers.push('ok'),
+        () => answers.push('rejected'),
+      );
+    }
+    await flush();
+    expect(g.limiter.queued).toBe(2);
+    try {
+      await vi.advanceTimersByTimeAsync(50);
+    } catch (error) {
+      // Wherever the listener's error is reported, the callers must still be answered.
+      if (!(error instanceof ListenerError)) throw error;
+    }
+    await flush();
+    expect(answers).toEqual(['rejected', 'rejected']);
+    expect(g.limiter.queued).toBe(0);
+    release();
+    await head;
+    await g.shutdown();
+  });
+
+  // New finding N1, second path: a `state` listener that throws when a failed trial re-opens the
+  // circuit escapes from the settlement of that trial: its caller is never answered and the error
+  // becomes an unhandled rejection.
+  it('a state listener that throws when a failed trial re-opens the circuit leaves no caller unanswered', async () => {
+    vi.useFakeTimers();
+    const g = guard(
+      async () => {
+        throw new Error('down');
+      },
+      { CircuitBreaker, clock, timeout: 100, resetTimeout: 40, limit: { limit: 1, clock } },
+    );
+    g.breaker.open();
+    await vi.advanceTimersByTimeAsync(40);
+    expect(g.state).toBe('HALF_OPEN');
+    g.on('state', (e) => {
+      if (e.to === 'OPEN') throw new ListenerError('state listener threw');
+    });
+    let answer = 'pending';
+    g.fire().then(
+      () => {
+        answer = 'ok';
+      },
+      () => {
+        answer = 'rejected';
+      },
+    );
+    await flush();
+    expect(answer).toBe('rejected');
+    expect(g.limiter.inflight).toBe(0);
+    expect(g.stats().trials).toBe(0);
     await g.shutdown();
   });
 });

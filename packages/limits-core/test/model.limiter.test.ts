@@ -20,7 +20,7 @@ import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
 import type { Outcome } from '../src/limiter/outcome.js';
 import type { Permit } from '../src/limiter/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
-import { AbortListenerCounter, checks, modelParams } from './support/model.js';
+import { AbortListenerCounter, checks, MODEL_LENGTH, modelParams } from './support/model.js';
 
 const listeners = new AbortListenerCounter();
 beforeAll(() => listeners.install());
@@ -809,7 +809,7 @@ const scriptArb = fc.array(fc.constantFrom<ListenerAction>('none', 'try', 'compl
 function property(p: Profile) {
   return fc.asyncProperty(
     configArb(p),
-    fc.array(opArb(p), { maxLength: 30 }),
+    fc.array(opArb(p), { maxLength: MODEL_LENGTH }),
     p.listeners ? scriptArb : fc.constant([] as ListenerAction[]),
     async (config, ops, script) => {
       await runModel(p, config, ops, script);
@@ -1019,5 +1019,35 @@ describe('Limiter model', () => {
         ]),
       },
     );
+  });
+});
+
+// New finding N2 (not in issue 9), found by these suites: a granted waiter whose run() task throws
+// synchronously releases its permit inside the dispatch loop that granted it, which dispatches the
+// next waiter from inside that release, and so on: the stack grows with the queue. On the code before
+// a fix, about 1,100 such queued tasks overflow the stack: the RangeError is thrown to whoever
+// released the permit, no queued caller is ever answered, and the rest stay queued with nothing in
+// flight to dispatch them (the limiter is wedged).
+describe('Limiter: new findings of the model suites', () => {
+  it('a long queue of run() tasks that throw synchronously drains without recursing', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 100_000 });
+    const held = await limiter.acquire();
+    const n = 5000;
+    let answered = 0;
+    for (let i = 0; i < n; i++) {
+      limiter
+        .run(() => {
+          throw new Error('threw before starting');
+        })
+        .then(
+          () => answered++,
+          () => answered++,
+        );
+    }
+    expect(limiter.queued).toBe(n);
+    expect(() => held.success()).not.toThrow();
+    await settleMicrotasks();
+    expect(answered).toBe(n);
+    expect(limiter.snapshot()).toMatchObject({ queued: 0, inflight: 0, permits: 0 });
   });
 });

@@ -13,7 +13,7 @@ import type { Outcome } from '../src/limiter/outcome.js';
 import type { Permit } from '../src/limiter/Permit.js';
 import { PartitionedLimiter, type PartitionOptions } from '../src/partition/PartitionedLimiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
-import { checks, modelParams } from './support/model.js';
+import { checks, MODEL_LENGTH, modelParams } from './support/model.js';
 
 const NAMES = ['a', 'b', 'c'] as const;
 type Name = (typeof NAMES)[number];
@@ -328,7 +328,7 @@ describe('PartitionedLimiter model', () => {
   // issue 9, finding 5 (a cost above a partition's reach queues forever) fails this before the fix.
   it('reserves, borrowing caps, stop/resume borrowing, costs and completions keep the ledger true', async () => {
     await fc.assert(
-      fc.asyncProperty(configArb, fc.array(opArb, { maxLength: 30 }), async (config, ops) => {
+      fc.asyncProperty(configArb, fc.array(opArb, { maxLength: MODEL_LENGTH }), async (config, ops) => {
         await runModel(config, ops);
       }),
       {

@@ -138,3 +138,6 @@ export const skippedFindings: ReadonlySet<number> = new Set(
 export function checks(n: number): boolean {
   return !skippedFindings.has(n);
 }
+
+/** Longest command sequence: `LIMITS_MODEL_LENGTH`, default 30 (short keeps each suite at seconds). */
+export const MODEL_LENGTH = Number(process.env.LIMITS_MODEL_LENGTH ?? 30);
