@@ -136,7 +136,13 @@ interface Req {
   error?: unknown;
 }
 
-async function runModel(config: Config, ops: Op[]): Promise<void> {
+type ListenerAction = 'none' | 'try' | 'complete' | 'throw';
+
+class ListenerError extends Error {
+  override name = 'ListenerError';
+}
+
+async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []): Promise<void> {
   const clock = new FakeClock(1000);
   const names = NAMES.slice(0, config.parts.length);
   // A limit changes only in update() (when a sample comes), as in a real algorithm.
@@ -173,7 +179,9 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
 
   for (const [i, name] of names.entries()) {
     const part = config.parts[i] as PartConfig;
-    limiter.partition(name).on('error', (e) => problems.push(`error event: ${String(e)}`));
+    limiter.partition(name).on('error', (e) => {
+      if (!(e instanceof ListenerError)) problems.push(`error event: ${String(e)}`);
+    });
     limiter.partition(name).on('acquire', (e) => {
       // Checked at every grant: what the ledger says the grant did.
       const l = limiter.ledger();
@@ -193,6 +201,35 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
         );
       }
     });
+  }
+
+  let draining = false;
+  if (script.length > 0) {
+    // Re-entrant and throwing listeners: take a permit in another partition, complete one, or throw.
+    let step = 0;
+    let depth = 0;
+    const act = (event: string, from: number) => () => {
+      const a = script[step++ % script.length] as ListenerAction;
+      if (a === 'none' || draining || depth > 2) return;
+      if (a === 'throw') throw new ListenerError(`listener of ${event} threw`);
+      depth++;
+      try {
+        if (a === 'try') {
+          const name = names[(from + 1) % names.length] as Name;
+          const permit = limiter.partition(name).tryAcquire({ cost: 1 });
+          if (permit !== undefined) held.push({ part: name, permit });
+        } else {
+          held.shift()?.permit.success();
+        }
+      } finally {
+        depth--;
+      }
+    };
+    for (const [i, name] of names.entries()) {
+      for (const event of ['acquire', 'release', 'reject', 'queue', 'expire'] as const) {
+        limiter.partition(name).on(event, act(event, i));
+      }
+    }
   }
 
   const check = (where: string) => {
@@ -279,6 +316,7 @@ async function runModel(config: Config, ops: Op[]): Promise<void> {
   }
 
   // Drain: complete everything as it is granted, let every deadline pass.
+  draining = true;
   limiter.resumeBorrowing();
   for (let round = 0; round < 40; round++) {
     while (held.length > 0) (held.pop() as Held).permit.success();
@@ -325,12 +363,33 @@ function fifoPart(p: Pick<PartConfig, 'reserved' | 'maxBorrow' | 'maxQueued'>): 
 }
 
 describe('PartitionedLimiter model', () => {
+  it('re-entrant and throwing listeners on every partition keep the ledger true', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        configArb,
+        fc.array(opArb, { maxLength: MODEL_LENGTH }),
+        fc.array(fc.constantFrom<ListenerAction>('none', 'try', 'complete', 'throw'), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        async (config, ops, script) => {
+          await runModel(config, ops, script);
+        },
+      ),
+      modelParams(21),
+    );
+  });
+
   // issue 9, finding 5 (a cost above a partition's reach queues forever) fails this before the fix.
   it('reserves, borrowing caps, stop/resume borrowing, costs and completions keep the ledger true', async () => {
     await fc.assert(
-      fc.asyncProperty(configArb, fc.array(opArb, { maxLength: MODEL_LENGTH }), async (config, ops) => {
-        await runModel(config, ops);
-      }),
+      fc.asyncProperty(
+        configArb,
+        fc.array(opArb, { maxLength: MODEL_LENGTH }),
+        async (config, ops) => {
+          await runModel(config, ops);
+        },
+      ),
       {
         ...modelParams(20),
         // Counterexamples found on the code before the fixes (finding 5), kept as fixed cases.
