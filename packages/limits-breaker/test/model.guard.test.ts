@@ -107,6 +107,8 @@ interface CallRec {
   /** HALF_OPEN episode the call was fired in (0: fired while not HALF_OPEN). */
   episode: number;
   started: boolean;
+  /** Clock ms when the action started. */
+  startedAt: number;
   /** The action settled (or never started anything: threw, returned a value). */
   done: boolean;
   answered: boolean;
@@ -134,6 +136,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     (ctx, id) => {
       const c = calls[id] as CallRec;
       c.started = true;
+      c.startedAt = Date.now();
       if (c.behaviour === 'syncThrow') {
         c.done = true;
         throw new Error('threw before starting');
@@ -192,6 +195,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       behaviour,
       episode: g.state === 'HALF_OPEN' ? episode : 0,
       started: false,
+      startedAt: Number.NaN,
       done: false,
       answered: false,
     };
@@ -261,6 +265,15 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     expect(g.limiter.inflight, `inflight, ${where}, ${ctx()}`).toBe(running().length);
     const waiting = calls.filter((c) => !c.started && !c.answered).length;
     expect(g.limiter.queued, `queued, ${where}, ${ctx()}`).toBe(waiting);
+    // A call with a timeout is answered at its timeout, whether or not its action has ended.
+    if (config.timeout !== false) {
+      const now = Date.now();
+      for (const c of calls) {
+        if (c.started && now - c.startedAt >= config.timeout) {
+          expect(c.answered, `call ${c.id} answered at its timeout, ${where}, ${ctx()}`).toBe(true);
+        }
+      }
+    }
     // issue 9, finding 9: calls waiting for a permit are shed when the circuit opens.
     if (checks(9) && g.state === 'OPEN') {
       expect(g.limiter.queued, `calls still queued while OPEN, ${where}, ${ctx()}`).toBe(0);
