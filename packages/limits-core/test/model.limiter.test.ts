@@ -14,7 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import type { Clock } from '../src/internal/clock.js';
+import { AimdLimit } from '../src/limit/AimdLimit.js';
+import { GradientLimit } from '../src/limit/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
+import { VegasLimit } from '../src/limit/VegasLimit.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
 import type { Outcome } from '../src/limiter/outcome.js';
@@ -61,6 +64,8 @@ interface Config {
   minShare: number;
   /** Fair queueing with a `maxCredit` below the largest cost (finding 4: spins on the old code). */
   lowCredit: boolean;
+  /** A real algorithm instead of the scripted one (finding 3: Gradient at rtt 0). */
+  algorithm: 'custom' | 'vegas' | 'gradient' | 'aimd';
 }
 
 type Behaviour = 'resolve' | 'reject' | 'throw' | 'value' | 'hang' | 'abortAware';
@@ -95,6 +100,7 @@ type Op =
   | { k: 'badLimit'; value: number | 'throw' }
   | { k: 'bad'; which: number }
   | { k: 'jump'; ms: number }
+  | { k: 'burst'; n: number }
   | { k: 'close' };
 
 type ListenerAction = 'none' | 'try' | 'complete' | 'throw';
@@ -113,6 +119,8 @@ interface Profile {
   /** Check that the waiter next in line never fits (strict head of line, fifo/lifo/adaptive). */
   workConserving?: boolean;
   lowCredit?: boolean;
+  /** Real algorithms (Vegas, Gradient, AIMD) fed bursts of calls at rtt 0. */
+  realAlg?: boolean;
 }
 
 const costArb = fc.integer({ min: 1, max: 4 });
@@ -213,6 +221,15 @@ function opArb(p: Profile): fc.Arbitrary<Op> {
       }),
     });
   }
+  if (p.realAlg) {
+    arbs.push({
+      weight: 3,
+      arbitrary: fc.record({
+        k: fc.constant('burst' as const),
+        n: fc.integer({ min: 1, max: 15 }),
+      }),
+    });
+  }
   if (p.jump && checks(14)) {
     arbs.push({
       weight: 1,
@@ -244,6 +261,13 @@ function configArb(p: Profile): fc.Arbitrary<Config> {
       aging: fc.constantFrom(0, 10, 1000),
       minShare: fc.constantFrom(0, 0.25, 0.5),
       lowCredit: p.lowCredit ? fc.boolean() : fc.constant(false),
+      algorithm: p.realAlg
+        ? fc.constantFrom<Config['algorithm']>(
+            'vegas',
+            'aimd',
+            ...(checks(3) ? (['gradient'] as const) : []),
+          )
+        : fc.constant<Config['algorithm']>('custom'),
     })
     .map((c) => ({
       ...c,
@@ -347,10 +371,22 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
   if (config.maxLimit !== undefined) alg.maxLimit = config.maxLimit;
   const limitValues = (v: number) =>
     config.probeSlots === 0 ? Math.max(1, v) : Math.min(v, config.maxLimit ?? v);
-  const maxCost = Math.max(config.maxLimit ?? Infinity, config.probeSlots);
+  const maxCost = Math.max(
+    config.algorithm === 'custom' ? (config.maxLimit ?? Infinity) : 8,
+    config.probeSlots,
+  );
   const codel = config.codel ? { targetMs: 15, intervalMs: 30 } : undefined;
+  const bounds = { initialLimit: config.limit, maxLimit: 8 };
+  const algorithm: LimitAlgorithm =
+    config.algorithm === 'vegas'
+      ? new VegasLimit(bounds)
+      : config.algorithm === 'gradient'
+        ? new GradientLimit(bounds)
+        : config.algorithm === 'aimd'
+          ? new AimdLimit(bounds)
+          : (alg as LimitAlgorithm);
   const options: LimiterOptions = {
-    limit: alg as LimitAlgorithm,
+    limit: algorithm,
     probeSlots: config.probeSlots,
     maxQueued: config.maxQueued,
     maxQueuedBytes: config.maxQueuedBytes,
@@ -684,6 +720,10 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
       case 'jump':
         clock.offset += op.ms;
         break;
+      case 'burst':
+        // Calls that take no time at all (rtt 0 on the clock).
+        for (let n = 0; n < op.n; n++) limiter.tryAcquire()?.success();
+        break;
       case 'close': {
         const c = { done: false };
         closes.push(c);
@@ -822,6 +862,7 @@ const strict = process.env.LIMITS_MODEL_STRICT === '1';
 type Example = [Config, Op[], ListenerAction[]];
 
 const BASE: Config = {
+  algorithm: 'custom',
   mode: 'fifo',
   codel: false,
   probeSlots: 0,
@@ -972,6 +1013,25 @@ describe('Limiter model', () => {
               acq(1),
               { k: 'complete', index: 0, outcome: 'success' },
             ],
+            [],
+          ],
+        ]),
+      },
+    );
+  });
+
+  // issue 9, finding 3: GradientLimit turns NaN at rtt 0.
+  it('Vegas, Gradient and AIMD fed calls that take no time keep a whole, finite limit', async () => {
+    await fc.assert(
+      property({ name: 'algorithms', modes: ['fifo', 'fair', 'priority'], realAlg: true }),
+      {
+        ...modelParams(11),
+        // 11 calls at rtt 0 through a GradientLimit: its limit becomes NaN.
+        ...examples([
+          3,
+          [
+            { ...BASE, algorithm: 'gradient', limit: 4 },
+            [{ k: 'burst', n: 15 }, acq(1), { k: 'complete', index: 0, outcome: 'success' }],
             [],
           ],
         ]),
