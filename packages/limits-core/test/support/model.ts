@@ -1,6 +1,15 @@
 /**
- * Shared helpers of the model-based suites (test/model.*.test.ts): seeds and run counts, and a
- * counter of the abort listeners attached to signals.
+ * Shared helpers of the model-based suites (test/model.*.test.ts and limits-breaker's
+ * test/model.guard.test.ts): seeds and run counts, and a counter of the abort listeners attached to
+ * signals. Environment knobs (CI sets none of them):
+ * - `LIMITS_MODEL_SEED`: base seed (default 90001; each property adds its own offset);
+ * - `LIMITS_MODEL_RUNS`: runs per property (default 1000);
+ * - `LIMITS_MODEL_PATH`: with the seed fast-check printed, replays one counterexample;
+ * - `LIMITS_MODEL_LENGTH`: longest command sequence (default 30);
+ * - `LIMITS_MODEL_SKIP_FINDINGS`: findings of issue 9 whose checks are off (e.g. `13,10`; `N1` for
+ *   the guard's new finding), to look past a known bug for new ones;
+ * - `LIMITS_MODEL_STRICT=1`: also generates fair-queue configurations with `maxCredit` below a cost
+ *   (finding 4), which spin forever, synchronously, on the code before its fix.
  */
 
 /** Seed of the model suites: fixed, or `LIMITS_MODEL_SEED` to explore (each suite adds its own offset). */
