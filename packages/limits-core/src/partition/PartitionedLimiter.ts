@@ -106,7 +106,8 @@ export class PartitionedLimiter {
    * Every option is checked before anything is built.
    * @throws TypeError for a wrong type or an unknown key (with the nearest valid name), RangeError
    *   for a value out of range: each names the option, the allowed range and the value given.
-   */ constructor(options: PartitionedLimiterOptions) {
+   */
+  constructor(options: PartitionedLimiterOptions) {
     const o = resolvePartitionedOptions(options);
     this.#total = o.total;
     this.#totalValue = o.total.limit;
