@@ -179,7 +179,8 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     // construction error fails the model.
     const named = /partition "(\w+)" could never run a call/.exec(String((error as Error).message));
     const index = named === null ? -1 : names.indexOf(named[1] as Name);
-    if (error instanceof RangeError && index >= 0 && (config.parts[index]?.reserved ?? 1) < 1) return;
+    if (error instanceof RangeError && index >= 0 && (config.parts[index]?.reserved ?? 1) < 1)
+      return;
     throw error;
   }
   const held: Held[] = [];
