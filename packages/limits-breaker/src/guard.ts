@@ -820,7 +820,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
  * const getUser = guard((ctx, id: string) => fetch(`${API}/users/${id}`, { signal: ctx.signal }).then((r) => r.json()), {
  *   timeout: 2000,
  *   probeSlots: 3,
- *   fallback: (reason, id) => cache.get(id),
+ *   fallback: (_cause, id) => cache.get(id),
  * });
  * const user = await getUser.fire('42');
  * ```

@@ -346,7 +346,7 @@ describe('fallback', () => {
     await g.shutdown();
   });
 
-  // issue 9, finding 15
+  // issue 9, finding 15 (complement: passes on the original code too; keeps the count honest)
   test('a fallback that throws is not counted as a fallback served', async () => {
     const g = guard(() => Promise.reject(new Error('x')), {
       ...base,
@@ -587,7 +587,7 @@ describe('bad input', () => {
     ],
   ];
 
-  // bad input
+  // bad input (rows that already threw the right error on the original code stay as the table of every option)
   test.each(cases)('guard() refuses %s', (_name, options, Kind, message) => {
     let error: unknown;
     try {
@@ -617,7 +617,7 @@ describe('bad input', () => {
     expect(vi.getTimerCount()).toBe(before);
   });
 
-  // bad input
+  // bad input (complement: every option at its bounds is still accepted)
   test('guard() accepts a Limiter, and every valid option at its bounds', async () => {
     const limiter = new Limiter({ limit: 2, clock });
     const g = guard(action, {
