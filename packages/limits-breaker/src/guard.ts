@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
 import {
@@ -30,6 +29,7 @@ import type {
   OpossumStats,
 } from './opossum.js';
 import { checkBreaker, checkGuardOptions } from './options.js';
+import { type AbortListener, ShedSignal } from './ShedSignal.js';
 import { type Timed, TimeoutList } from './TimeoutList.js';
 
 /** Circuit states. */
@@ -182,9 +182,14 @@ class Call extends CallContext implements Timed, AcquireSink {
   /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
-  /** Links in the guard's list of calls in flight. */
+  /**
+   * Links in the guard's list of calls in flight, or, before that, of calls waiting in the limiter's
+   * queue (never both at once).
+   */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
+  /** While queued: the limiter's abort listener for this call (called when the circuit opens). */
+  listener: AbortListener | undefined = undefined;
   /** LIVE, ANSWERED, TIMED_OUT and TRIAL bits (one field: the queue may hold 10^5 calls). */
   #flags: number;
   /** The permit, once granted. */
@@ -281,14 +286,32 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   #shut = false;
   /**
    * Aborted when the circuit opens, so that calls still waiting in the limiter's queue leave it at
-   * once (answered `open`): one controller per stretch of CLOSED/HALF_OPEN time in which a call
+   * once (answered `open`): one signal per stretch of CLOSED/HALF_OPEN time in which a call
    * queued, made by the first such call. Calls that get a permit at once never touch it.
    */
-  #shed: AbortController | undefined = undefined;
+  #shed: ShedSignal | undefined = undefined;
   /** The acquire options of a queued call: the `acquire` option plus `#shed`'s signal. */
   #queuedAcquire: AcquireOptions | undefined = undefined;
   /** Removes the forwarding of the `acquire.signal` option's abort to `#shed`. */
   #unforward: (() => void) | undefined = undefined;
+  /** Calls waiting in the limiter's queue with `#shed`'s signal, oldest first. */
+  #queuedHead: Call | undefined = undefined;
+  #queuedTail: Call | undefined = undefined;
+  /** The call `_acquireFor` is queueing now (the shed signal's listener is its own). */
+  #enqueuing: Call | undefined = undefined;
+  /** Files a listener of `#shed`'s signal with the call being queued. */
+  readonly #onShedListener = (listener: AbortListener): void => {
+    const call = this.#enqueuing;
+    if (call === undefined) return;
+    this.#enqueuing = undefined;
+    call.listener = listener;
+    const tail = this.#queuedTail;
+    call.cprev = tail;
+    call.cnext = undefined;
+    if (tail === undefined) this.#queuedHead = call;
+    else tail.cnext = call;
+    this.#queuedTail = call;
+  };
   /** opossum's own listeners of `fire` and `success` (more means someone else listens too). */
   readonly #ownFireListeners: number;
   readonly #ownSuccessListeners: number;
@@ -463,6 +486,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     call.resolve = this.#captured as (value: unknown) => void;
     this.#captured = undefined;
     let granted: Permit | undefined;
+    this.#enqueuing = call;
     try {
       // With the episode's signal: the call leaves the queue at once if the circuit opens.
       granted = this.limiter._acquireFor(call, this.#queuedAcquire ?? this.#newShedding());
@@ -471,6 +495,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       call.answered = true;
       call.resolve(Promise.reject(error));
       return promise;
+    } finally {
+      this.#enqueuing = undefined;
     }
     if (granted !== undefined) this._granted(call, granted);
     return promise;
@@ -481,16 +507,13 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
    * the acquire options queued calls pass (the `acquire` option plus its signal).
    */
   #newShedding(): AcquireOptions {
-    const shed = new AbortController();
-    // Every queued call listens to it until it leaves the queue (the limiter removes the listener):
-    // many at once is expected, not a leak.
-    setMaxListeners(0, shed.signal);
+    const shed = new ShedSignal(this.#onShedListener);
     const user = this.#acquire?.signal;
     if (user !== undefined) {
       // The `acquire.signal` option still ends every wait.
       if (user.aborted) shed.abort(user.reason);
       else {
-        const forward = () => shed.abort(user.reason);
+        const forward = () => this.#abortQueued(shed, user.reason);
         user.addEventListener('abort', forward, { once: true });
         this.#unforward = () => user.removeEventListener('abort', forward);
       }
@@ -509,8 +532,36 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#queuedAcquire = undefined;
     this.#unforward?.();
     this.#unforward = undefined;
-    // Synchronous: each waiter's abort listener makes the limiter call its `_refused`.
-    shed.abort(SHED);
+    this.#abortQueued(shed, SHED);
+  }
+
+  /**
+   * Aborts `shed`'s signal and calls the abort listener of every call queued with it, oldest first:
+   * the limiter takes each out of its queue and calls its `_refused` (with `reason` as the cause),
+   * or grants it (a waiter refused may let the next one in), all synchronously. No call can queue
+   * meanwhile: the circuit is OPEN or the signal aborted.
+   */
+  #abortQueued(shed: ShedSignal, reason: unknown): void {
+    shed.abort(reason);
+    if (this.#queuedHead === undefined) return;
+    const event = new Event('abort');
+    for (let call = this.#queuedHead; call !== undefined; call = this.#queuedHead) {
+      const listener = call.listener as AbortListener;
+      this.#leaveQueue(call);
+      shed.callListener(listener, event);
+    }
+  }
+
+  /** Takes a call that left the limiter's queue (or is about to) off the guard's list of queued calls. */
+  #leaveQueue(call: Call): void {
+    if (call.listener === undefined) return;
+    call.listener = undefined;
+    if (call.cprev === undefined) this.#queuedHead = call.cnext;
+    else call.cprev.cnext = call.cnext;
+    if (call.cnext === undefined) this.#queuedTail = call.cprev;
+    else call.cnext.cprev = call.cprev;
+    call.cprev = undefined;
+    call.cnext = undefined;
   }
 
   /** A trial call ended (or never started): frees its slot, if it belongs to the current episode. */
@@ -520,6 +571,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
 
   /** @internal The limiter granted a queued call its permit. */
   _granted(call: Call, permit: Permit): void {
+    this.#leaveQueue(call);
     if (this.#shut) {
       // A shared limiter outlives the guard: its late grant goes straight back.
       permit.ignore();
@@ -544,6 +596,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
    * circuit opened while it waited: reason `open`.
    */
   _refused(call: Call, error: LimitExceededError): void {
+    this.#leaveQueue(call);
     this.#endTrial(call);
     call.answered = true;
     if (error.reason === 'aborted' && error.cause === SHED) {

@@ -275,6 +275,42 @@ describe('shedding the queue when the circuit opens', () => {
   });
 
   // issue 9, finding 9
+  test('a waiter that already left the queue (expired) is not shed again; 10,000 waiters are shed in one pass', async () => {
+    const gates: Array<ReturnType<typeof deferred<string>>> = [];
+    const reasons: string[] = [];
+    const g = guard(
+      () => {
+        const d = deferred<string>();
+        gates.push(d);
+        return d.promise;
+      },
+      {
+        ...base,
+        limit: { limit: 1, maxQueued: 20_000, maxQueueWaitMs: 50, clock },
+        fallback: ({ reason }) => {
+          reasons.push(reason);
+          return reason;
+        },
+      },
+    );
+    const running = g.fire();
+    const early = [g.fire(), g.fire()];
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await Promise.all(early)).toEqual(['limit', 'limit']);
+    const late = Array.from({ length: 10_000 }, () => g.fire());
+    expect(g.limiter.snapshot().queued).toBe(10_000);
+    g.breaker.open();
+    expect(g.limiter.snapshot().queued).toBe(0);
+    const answers = await Promise.all(late);
+    expect(answers.every((a) => a === 'open')).toBe(true);
+    expect(reasons.filter((r) => r === 'limit')).toHaveLength(2);
+    gates[0]?.resolve('ok');
+    expect(await running).toBe('ok');
+    expect(gates).toHaveLength(1);
+    await g.shutdown();
+  });
+
+  // issue 9, finding 9
   test('calls queued after the circuit closed again are not shed by an earlier opening', async () => {
     const gates: Array<ReturnType<typeof deferred<string>>> = [];
     const g = guard(
