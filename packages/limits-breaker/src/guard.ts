@@ -29,7 +29,6 @@ import type {
   OpossumStats,
 } from './opossum.js';
 import { checkBreaker, checkGuardOptions } from './options.js';
-import { type AbortListener, ShedSignal } from './ShedSignal.js';
 import { type Timed, TimeoutList } from './TimeoutList.js';
 
 /** Circuit states. */
@@ -145,11 +144,10 @@ const LIVE = 1;
 const ANSWERED = 2;
 const TIMED_OUT = 4;
 const TRIAL = 8;
+const SHED = 16;
 /** How long the guard keeps counting successes into the same opossum bucket before re-reading it. */
 const BUCKET_REFRESH_MS = 10;
 const noop = () => {};
-/** The abort reason of the signal that sheds queued calls when the circuit opens. */
-const SHED: unique symbol = Symbol('circuit opened');
 const passThrough = (outcome: unknown) => outcome;
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -188,11 +186,12 @@ class Call extends CallContext implements Timed, AcquireSink {
    */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
-  /** While queued: the limiter's abort listener for this call (called when the circuit opens). */
-  listener: AbortListener | undefined = undefined;
-  /** LIVE, ANSWERED, TIMED_OUT and TRIAL bits (one field: the queue may hold 10^5 calls). */
+  /** LIVE, ANSWERED, TIMED_OUT, TRIAL and SHED bits (one field: the queue may hold 10^5 calls). */
   #flags: number;
-  /** The permit, once granted. */
+  /**
+   * The permit, once granted; before that, while the call waits in the limiter's queue, the limiter's
+   * handle of the waiting request (to take it out of the queue; one field less per queued call).
+   */
   permit: Permit | undefined = undefined;
   /** Clock ms when the action started. */
   start = 0;
@@ -242,8 +241,18 @@ class Call extends CallContext implements Timed, AcquireSink {
   set timedOut(on: boolean) {
     this.#flags = on ? this.#flags | TIMED_OUT : this.#flags & ~TIMED_OUT;
   }
+  /** Taken out of the limiter's queue because the circuit opened. */
+  get shed(): boolean {
+    return (this.#flags & SHED) !== 0;
+  }
+  set shed(on: boolean) {
+    this.#flags = on ? this.#flags | SHED : this.#flags & ~SHED;
+  }
   expire(): void {
     this.guard._timeout(this);
+  }
+  _queued(waiter: unknown): void {
+    this.guard._queued(this, waiter);
   }
   _granted(permit: Permit): void {
     this.guard._granted(this, permit);
@@ -285,33 +294,15 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   #trials = 0;
   #shut = false;
   /**
-   * Aborted when the circuit opens, so that calls still waiting in the limiter's queue leave it at
-   * once (answered `open`): one signal per stretch of CLOSED/HALF_OPEN time in which a call
-   * queued, made by the first such call. Calls that get a permit at once never touch it.
+   * Calls waiting in the limiter's queue, oldest first: when the circuit opens, each is taken out of
+   * the queue (`Limiter._abortWaiter`) and answered `open`. Filing a call costs a few field writes;
+   * calls that get a permit at once are never filed. (An AbortSignal passed with each queued acquire
+   * would do it through public API, but it made every queued call carry the limiter's per-waiter
+   * extras: 25 % more per call with 10,000 queued, and Node's EventTarget scans its listener list on
+   * every add, so one signal shared by the queue was quadratic.)
    */
-  #shed: ShedSignal | undefined = undefined;
-  /** The acquire options of a queued call: the `acquire` option plus `#shed`'s signal. */
-  #queuedAcquire: AcquireOptions | undefined = undefined;
-  /** Removes the forwarding of the `acquire.signal` option's abort to `#shed`. */
-  #unforward: (() => void) | undefined = undefined;
-  /** Calls waiting in the limiter's queue with `#shed`'s signal, oldest first. */
   #queuedHead: Call | undefined = undefined;
   #queuedTail: Call | undefined = undefined;
-  /** The call `_acquireFor` is queueing now (the shed signal's listener is its own). */
-  #enqueuing: Call | undefined = undefined;
-  /** Files a listener of `#shed`'s signal with the call being queued. */
-  readonly #onShedListener = (listener: AbortListener): void => {
-    const call = this.#enqueuing;
-    if (call === undefined) return;
-    this.#enqueuing = undefined;
-    call.listener = listener;
-    const tail = this.#queuedTail;
-    call.cprev = tail;
-    call.cnext = undefined;
-    if (tail === undefined) this.#queuedHead = call;
-    else tail.cnext = call;
-    this.#queuedTail = call;
-  };
   /** opossum's own listeners of `fire` and `success` (more means someone else listens too). */
   readonly #ownFireListeners: number;
   readonly #ownSuccessListeners: number;
@@ -485,77 +476,46 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
     call.resolve = this.#captured as (value: unknown) => void;
     this.#captured = undefined;
-    let granted: Permit | undefined;
-    this.#enqueuing = call;
-    try {
-      // With the episode's signal: the call leaves the queue at once if the circuit opens.
-      granted = this.limiter._acquireFor(call, this.#queuedAcquire ?? this.#newShedding());
-    } catch (error) {
-      this.#endTrial(call);
-      call.answered = true;
-      call.resolve(Promise.reject(error));
-      return promise;
-    } finally {
-      this.#enqueuing = undefined;
-    }
+    // (The `acquire` option was checked at construction: this does not throw.)
+    const granted = this.limiter._acquireFor(call, this.#acquire);
     if (granted !== undefined) this._granted(call, granted);
     return promise;
   }
 
-  /**
-   * Makes the controller whose abort sheds the calls queued from now until the circuit opens, and
-   * the acquire options queued calls pass (the `acquire` option plus its signal).
-   */
-  #newShedding(): AcquireOptions {
-    const shed = new ShedSignal(this.#onShedListener);
-    const user = this.#acquire?.signal;
-    if (user !== undefined) {
-      // The `acquire.signal` option still ends every wait.
-      if (user.aborted) shed.abort(user.reason);
-      else {
-        const forward = () => this.#abortQueued(shed, user.reason);
-        user.addEventListener('abort', forward, { once: true });
-        this.#unforward = () => user.removeEventListener('abort', forward);
-      }
-    }
-    this.#shed = shed;
-    const options: AcquireOptions = { ...this.#acquire, signal: shed.signal };
-    this.#queuedAcquire = options;
-    return options;
+  /** @internal The limiter queued `call` as `waiter`: filed, to be shed if the circuit opens. */
+  _queued(call: Call, waiter: unknown): void {
+    call.permit = waiter as Permit;
+    const tail = this.#queuedTail;
+    call.cprev = tail;
+    call.cnext = undefined;
+    if (tail === undefined) this.#queuedHead = call;
+    else tail.cnext = call;
+    this.#queuedTail = call;
   }
 
-  /** The circuit opened: every call still waiting for a permit leaves the queue (answered `open`). */
+  /**
+   * The circuit opened: every call still waiting for a permit leaves the limiter's queue, oldest
+   * first, and is answered `open` (through `_refused`), all synchronously. No call can queue
+   * meanwhile (the circuit is OPEN); a waiter granted by a refusal before it is answered `open` by
+   * `_granted`.
+   */
   #shedQueued(): void {
-    const shed = this.#shed;
-    if (shed === undefined) return;
-    this.#shed = undefined;
-    this.#queuedAcquire = undefined;
-    this.#unforward?.();
-    this.#unforward = undefined;
-    this.#abortQueued(shed, SHED);
-  }
-
-  /**
-   * Aborts `shed`'s signal and calls the abort listener of every call queued with it, oldest first:
-   * the limiter takes each out of its queue and calls its `_refused` (with `reason` as the cause),
-   * or grants it (a waiter refused may let the next one in), all synchronously. No call can queue
-   * meanwhile: the circuit is OPEN or the signal aborted.
-   */
-  #abortQueued(shed: ShedSignal, reason: unknown): void {
-    shed.abort(reason);
-    if (this.#queuedHead === undefined) return;
-    const event = new Event('abort');
+    const limiter = this.limiter as unknown as { _abortWaiter?(waiter: unknown): void };
     for (let call = this.#queuedHead; call !== undefined; call = this.#queuedHead) {
-      const listener = call.listener as AbortListener;
+      const waiter = call.permit;
       this.#leaveQueue(call);
-      shed.callListener(listener, event);
+      call.shed = true;
+      limiter._abortWaiter?.(waiter);
     }
   }
 
-  /** Takes a call that left the limiter's queue (or is about to) off the guard's list of queued calls. */
+  /**
+   * Takes a call that left the limiter's queue off the guard's list of queued calls (a queued call
+   * not started yet has a `permit` only while filed there).
+   */
   #leaveQueue(call: Call): void {
-    if (call.listener === undefined) return;
-    call.listener = undefined;
+    if (call.permit === undefined) return;
+    call.permit = undefined;
     if (call.cprev === undefined) this.#queuedHead = call.cnext;
     else call.cprev.cnext = call.cnext;
     if (call.cnext === undefined) this.#queuedTail = call.cprev;
@@ -599,7 +559,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#leaveQueue(call);
     this.#endTrial(call);
     call.answered = true;
-    if (error.reason === 'aborted' && error.cause === SHED) {
+    if (call.shed) {
       call.resolve(this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
     } else {
       call.resolve(this.#fail('limit', call.args as A, error));
@@ -640,8 +600,6 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     }
     this.#callsHead = undefined;
     for (const off of this.#unsubscribe) off();
-    this.#unforward?.();
-    this.#unforward = undefined;
     this.breaker.shutdown();
     if (this.#ownsLimiter) await this.limiter.close();
   }
