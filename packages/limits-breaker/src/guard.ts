@@ -5,6 +5,7 @@ import {
   type AcquireSink,
   type Clock,
   defaultClassify,
+  formatValue,
   type LimitEvent,
   LimitExceededError,
   Limiter,
@@ -27,6 +28,7 @@ import type {
   OpossumOptions,
   OpossumStats,
 } from './opossum.js';
+import { checkBreaker, checkGuardOptions } from './options.js';
 import { type Timed, TimeoutList } from './TimeoutList.js';
 
 /** Circuit states. */
@@ -34,6 +36,21 @@ export type CircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 
 /** Why a call went to the fallback. */
 export type FallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+
+/**
+ * Why a call went to the fallback, and the error the caller would have got without one: the first
+ * argument of `fallback` and the payload of the `fallback` event.
+ * - `open`: a `CircuitOpenError` (the circuit was OPEN, HALF_OPEN with every trial slot taken, or
+ *   opened while the call waited for a permit);
+ * - `limit`: the limiter's `LimitExceededError` (its `reason` says why: queue full, expired, …);
+ * - `timeout`: a `CallTimeoutError`;
+ * - `error`: what the action threw or rejected with.
+ */
+export type FallbackCause =
+  | { readonly reason: 'open'; readonly error: CircuitOpenError }
+  | { readonly reason: 'limit'; readonly error: LimitExceededError }
+  | { readonly reason: 'timeout'; readonly error: CallTimeoutError }
+  | { readonly reason: 'error'; readonly error: unknown };
 
 /**
  * How a finished call counts:
@@ -71,8 +88,12 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    * @default 10000 (opossum's default)
    */
   timeout?: number | false;
-  /** Answers a call that did not succeed: `fallback(reason, ...args)`. Without it the caller gets a typed error. */
-  fallback?: (reason: FallbackReason, ...args: A) => R | PromiseLike<R>;
+  /**
+   * Answers a call that did not succeed: `fallback({ reason, error }, ...args)`, with the call's
+   * arguments; `error` is what the caller would get without a fallback (see {@link FallbackCause}).
+   * Without it the caller gets that error. Counted in `stats().breaker.fallbacks` when it returns.
+   */
+  fallback?: (cause: FallbackCause, ...args: A) => R | PromiseLike<R>;
   /** Outcome of a call; see {@link GuardOutcome}. Default: resolved → success, timeout/abort → dropped, other errors → failure. */
   classify?: GuardClassify;
   /** Acquire options for every call (e.g. `{ timeout: 200 }` to bound the wait for a permit). */
@@ -91,8 +112,11 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
 export interface GuardEvents {
   /** The circuit changed state. */
   state: (event: { from: CircuitState; to: CircuitState }) => void;
-  /** A call went to the fallback (or was rejected with a typed error, when there is none). */
-  fallback: (event: { reason: FallbackReason }) => void;
+  /**
+   * A call went to the fallback (or was rejected with a typed error, when there is none): the same
+   * `{ reason, error }` object the fallback receives.
+   */
+  fallback: (event: FallbackCause) => void;
   /** The limiter's limit changed (re-emitted). */
   limit: (event: LimitEvent) => void;
   /** The limiter refused a request (re-emitted). */
@@ -104,13 +128,13 @@ export interface GuardEvents {
 /** What {@link Guard.stats} returns. */
 export interface GuardStats {
   state: CircuitState;
-  /** opossum's rolling counts. */
+  /** opossum's rolling counts (`fallbacks`: calls answered by the `fallback` option). */
   breaker: OpossumStats;
   /** The limiter's counters. */
   limiter: LimiterSnapshot;
   /** Latency of completed calls over the rolling window, in ms (HDR histogram). */
   latency: LatencySummary;
-  /** Trial calls in flight while HALF_OPEN. */
+  /** Trial calls of the current HALF_OPEN episode in flight (0 in any other state). */
   trials: number;
 }
 
@@ -120,6 +144,7 @@ const LIVE = 1;
 const ANSWERED = 2;
 const TIMED_OUT = 4;
 const TRIAL = 8;
+const SHED = 16;
 /** How long the guard keeps counting successes into the same opossum bucket before re-reading it. */
 const BUCKET_REFRESH_MS = 10;
 const noop = () => {};
@@ -155,15 +180,27 @@ class Call extends CallContext implements Timed, AcquireSink {
   /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
-  /** Links in the guard's list of calls in flight. */
+  /**
+   * Links in the guard's list of calls in flight, or, before that, of calls waiting in the limiter's
+   * queue (never both at once).
+   */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
-  /** LIVE, ANSWERED, TIMED_OUT and TRIAL bits (one field: the queue may hold 10^5 calls). */
+  /** LIVE, ANSWERED, TIMED_OUT, TRIAL and SHED bits (one field: the queue may hold 10^5 calls). */
   #flags: number;
-  /** The permit, once granted. */
+  /**
+   * The permit, once granted; before that, while the call waits in the limiter's queue, the limiter's
+   * handle of the waiting request (to take it out of the queue; one field less per queued call).
+   */
   permit: Permit | undefined = undefined;
   /** Clock ms when the action started. */
   start = 0;
+  /**
+   * The circuit episode (the guard's count of state changes) the call was admitted in: only calls of
+   * the current episode report to the circuit, and only trials of the current HALF_OPEN episode hold
+   * one of its trial slots.
+   */
+  readonly episode: number;
   /**
    * Answers the caller: the resolve function of the caller's promise (a rejection resolves it with a
    * rejected promise); `noop` when the caller's promise is derived from the action's.
@@ -173,9 +210,11 @@ class Call extends CallContext implements Timed, AcquireSink {
     readonly guard: Guard<never, unknown>,
     trial: boolean,
     readonly args: unknown[],
+    episode: number,
   ) {
     super();
     this.#flags = trial ? LIVE | TRIAL : LIVE;
+    this.episode = episode;
   }
   /** A trial call (admitted while HALF_OPEN). */
   get trial(): boolean {
@@ -202,8 +241,18 @@ class Call extends CallContext implements Timed, AcquireSink {
   set timedOut(on: boolean) {
     this.#flags = on ? this.#flags | TIMED_OUT : this.#flags & ~TIMED_OUT;
   }
+  /** Taken out of the limiter's queue because the circuit opened. */
+  get shed(): boolean {
+    return (this.#flags & SHED) !== 0;
+  }
+  set shed(on: boolean) {
+    this.#flags = on ? this.#flags | SHED : this.#flags & ~SHED;
+  }
   expire(): void {
     this.guard._timeout(this);
+  }
+  _queued(waiter: unknown): void {
+    this.guard._queued(this, waiter);
   }
   _granted(permit: Permit): void {
     this.guard._granted(this, permit);
@@ -239,8 +288,21 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   readonly #unsubscribe: Array<() => void> = [];
   readonly #forwarding = new Set<string>();
   #state: CircuitState = 'CLOSED';
+  /** Circuit episodes so far: +1 at every state change (calls carry the one they were admitted in). */
+  #episode = 0;
+  /** Trial calls of the current HALF_OPEN episode in flight (or waiting for a permit). */
   #trials = 0;
   #shut = false;
+  /**
+   * Calls waiting in the limiter's queue, oldest first: when the circuit opens, each is taken out of
+   * the queue (`Limiter._abortWaiter`) and answered `open`. Filing a call costs a few field writes;
+   * calls that get a permit at once are never filed. (An AbortSignal passed with each queued acquire
+   * would do it through public API, but it made every queued call carry the limiter's per-waiter
+   * extras: 25 % more per call with 10,000 queued, and Node's EventTarget scans its listener list on
+   * every add, so one signal shared by the queue was quadratic.)
+   */
+  #queuedHead: Call | undefined = undefined;
+  #queuedTail: Call | undefined = undefined;
   /** opossum's own listeners of `fire` and `success` (more means someone else listens too). */
   readonly #ownFireListeners: number;
   readonly #ownSuccessListeners: number;
@@ -266,65 +328,52 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#captured = resolve;
   };
 
-  /** @internal Use {@link guard}. */
+  /**
+   * @internal Use {@link guard}.
+   * @throws TypeError/RangeError for a bad option (before anything is built).
+   */
   constructor(action: GuardedAction<A, R>, options: GuardOptions<A, R> = {}) {
     super();
-    if (typeof action !== 'function') throw new TypeError('limits: guard(action) needs a function');
+    if (typeof action !== 'function') {
+      throw new TypeError(`limits: guard(action) needs a function, got ${formatValue(action)}`);
+    }
+    const o = checkGuardOptions(options);
     this.#action = action;
-    this.#fallback = options.fallback;
-    this.#classify = options.classify;
-    this.#acquire = options.acquire;
-    this.#clock = options.clock ?? systemClock;
-    const probeSlots = options.probeSlots ?? 1;
-    if (!Number.isInteger(probeSlots) || probeSlots < 1) {
-      throw new RangeError(
-        `limits: option "probeSlots" must be an integer in [1, Infinity), got ${probeSlots}`,
-      );
-    }
-    this.#probeSlots = probeSlots;
-    const timeout = options.timeout ?? 10_000;
-    if (
-      timeout !== false &&
-      !(typeof timeout === 'number' && timeout > 0 && Number.isFinite(timeout))
-    ) {
-      throw new RangeError(
-        `limits: option "timeout" must be a number in (0, Infinity) or false, got ${String(timeout)}`,
-      );
-    }
-    this.#timeoutMs = timeout;
-    this.#ownsLimiter = options.limiter === undefined;
+    this.#fallback = o.fallback as GuardOptions<A, R>['fallback'];
+    this.#classify = o.classify as GuardClassify | undefined;
+    this.#acquire = o.acquire;
+    this.#clock = o.clock ?? systemClock;
+    this.#probeSlots = o.probeSlots;
+    this.#timeoutMs = o.timeout;
+    this.#ownsLimiter = o.limiter === undefined;
+    // The own limiter checks its options itself (and starts no timer until used).
     this.limiter =
-      options.limiter ??
+      o.limiter ??
       new Limiter({
         limit: new VegasLimit(),
-        probeSlots,
-        ...(options.clock === undefined ? {} : { clock: options.clock }),
-        ...options.limit,
+        probeSlots: o.probeSlots,
+        ...(o.clock === undefined ? {} : { clock: o.clock }),
+        ...o.limit,
       });
-    const windowMs = options.latencyWindowMs ?? 60_000;
-    const buckets = options.latencyBuckets ?? 6;
-    if (!(windowMs > 0) || !Number.isInteger(buckets) || buckets < 1) {
-      throw new RangeError(
-        'limits: options "latencyWindowMs" (> 0) and "latencyBuckets" (integer ≥ 1) are out of range',
-      );
-    }
-    this.#latency = new LatencyWindow(windowMs, buckets, () => this.#clock.now());
-    this.#timeouts = new TimeoutList(this.#clock, timeout === false ? Infinity : timeout);
-    const Opossum = options.CircuitBreaker ?? loadOpossum();
+    const Opossum = o.CircuitBreaker ?? loadOpossum();
     // opossum sees only outcomes: the action is run by the guard, opossum's own timeout, capacity,
     // percentiles and AbortController are off (see the README for why).
-    this.breaker = new Opossum(passThrough, {
-      timeout: false,
-      errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
-      resetTimeout: options.resetTimeout ?? 30_000,
-      rollingCountTimeout: options.rollingCountTimeout ?? 10_000,
-      rollingCountBuckets: options.rollingCountBuckets ?? 10,
-      volumeThreshold: options.volumeThreshold ?? 0,
-      allowWarmUp: options.allowWarmUp ?? false,
-      rollingPercentilesEnabled: false,
-      enableSnapshots: false,
-      ...(options.name === undefined ? {} : { name: options.name }),
-    });
+    this.breaker = checkBreaker(
+      new Opossum(passThrough, {
+        timeout: false,
+        errorThresholdPercentage: o.errorThresholdPercentage,
+        resetTimeout: o.resetTimeout,
+        rollingCountTimeout: o.rollingCountTimeout,
+        rollingCountBuckets: o.rollingCountBuckets,
+        volumeThreshold: o.volumeThreshold,
+        allowWarmUp: o.allowWarmUp,
+        rollingPercentilesEnabled: false,
+        enableSnapshots: false,
+        ...(o.name === undefined ? {} : { name: o.name }),
+      }),
+    );
+    this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
+    this.#timeouts = new TimeoutList(this.#clock, o.timeout === false ? Infinity : o.timeout);
     this.#ownFireListeners = this.breaker.listenerCount('fire');
     this.#ownSuccessListeners = this.breaker.listenerCount('success');
     // Node's EventEmitter announces listener changes ('newListener' comes before the addition, so
@@ -415,36 +464,106 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       }
     }
     // A call without arguments keeps the shared empty array: its rest array dies young.
-    const call = new Call(this as never, trial, args.length === 0 ? (EMPTY_ARGS as A) : args);
+    const call = new Call(
+      this as never,
+      trial,
+      args.length === 0 ? (EMPTY_ARGS as A) : args,
+      this.#episode,
+    );
     const permit = this.limiter.tryAcquire(this.#acquire);
     if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
     const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
     call.resolve = this.#captured as (value: unknown) => void;
     this.#captured = undefined;
+    // (The `acquire` option was checked at construction: this does not throw.)
     const granted = this.limiter._acquireFor(call, this.#acquire);
     if (granted !== undefined) this._granted(call, granted);
     return promise;
   }
 
+  /** @internal The limiter queued `call` as `waiter`: filed, to be shed if the circuit opens. */
+  _queued(call: Call, waiter: unknown): void {
+    call.permit = waiter as Permit;
+    const tail = this.#queuedTail;
+    call.cprev = tail;
+    call.cnext = undefined;
+    if (tail === undefined) this.#queuedHead = call;
+    else tail.cnext = call;
+    this.#queuedTail = call;
+  }
+
+  /**
+   * The circuit opened: every call still waiting for a permit leaves the limiter's queue, oldest
+   * first, and is answered `open` (through `_refused`), all synchronously. No call can queue
+   * meanwhile (the circuit is OPEN); a waiter granted by a refusal before it is answered `open` by
+   * `_granted`.
+   */
+  #shedQueued(): void {
+    const limiter = this.limiter as unknown as { _abortWaiter?(waiter: unknown): void };
+    for (let call = this.#queuedHead; call !== undefined; call = this.#queuedHead) {
+      const waiter = call.permit;
+      this.#leaveQueue(call);
+      call.shed = true;
+      limiter._abortWaiter?.(waiter);
+    }
+  }
+
+  /**
+   * Takes a call that left the limiter's queue off the guard's list of queued calls (a queued call
+   * not started yet has a `permit` only while filed there).
+   */
+  #leaveQueue(call: Call): void {
+    if (call.permit === undefined) return;
+    call.permit = undefined;
+    if (call.cprev === undefined) this.#queuedHead = call.cnext;
+    else call.cprev.cnext = call.cnext;
+    if (call.cnext === undefined) this.#queuedTail = call.cprev;
+    else call.cnext.cprev = call.cprev;
+    call.cprev = undefined;
+    call.cnext = undefined;
+  }
+
+  /** A trial call ended (or never started): frees its slot, if it belongs to the current episode. */
+  #endTrial(call: Call): void {
+    if (call.trial && call.episode === this.#episode) this.#trials--;
+  }
+
   /** @internal The limiter granted a queued call its permit. */
   _granted(call: Call, permit: Permit): void {
+    this.#leaveQueue(call);
     if (this.#shut) {
       // A shared limiter outlives the guard: its late grant goes straight back.
       permit.ignore();
-      if (call.trial) this.#trials--;
+      this.#endTrial(call);
       call.answered = true;
       call.resolve(Promise.reject(new LimitsError('SHUTDOWN', 'limits: guard shut down')));
+      return;
+    }
+    if (this.#state === 'OPEN') {
+      // Granted while the circuit was opening (by a waiter shed just before): it must not run.
+      permit.ignore();
+      this.#endTrial(call);
+      call.answered = true;
+      call.resolve(this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
       return;
     }
     this.#start(call, permit);
   }
 
-  /** @internal The limiter refused a queued call: reason `limit`, never a breaker failure. */
+  /**
+   * @internal The limiter refused a queued call: reason `limit`, never a breaker failure; or the
+   * circuit opened while it waited: reason `open`.
+   */
   _refused(call: Call, error: LimitExceededError): void {
-    if (call.trial) this.#trials--;
+    this.#leaveQueue(call);
+    this.#endTrial(call);
     call.answered = true;
-    call.resolve(this.#fail('limit', call.args as A, error));
+    if (call.shed) {
+      call.resolve(this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
+    } else {
+      call.resolve(this.#fail('limit', call.args as A, error));
+    }
   }
 
   /** Counts, limiter snapshot and latency percentiles. */
@@ -496,23 +615,26 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     const queued = call.resolve !== noop;
     const args = call.args as A;
     let result: R | PromiseLike<R>;
+    let thenable: boolean;
     try {
       // A call without arguments skips the spread (a builtin call of its own).
       result =
         args.length === 0
           ? (this.#action as unknown as (ctx: CallContext) => R | PromiseLike<R>)(call)
           : this.#action(call, ...args);
+      // (Inside the try: a `then` getter may throw too.)
+      thenable = isThenable(result);
     } catch (error) {
       // Threw before starting anything: the permit goes back at once, the breaker does not count it.
       permit.ignore();
-      if (call.trial) this.#trials--;
+      this.#endTrial(call);
       call.answered = true;
       const answer = this.#fail('error', args, error);
       if (!queued) return answer;
       call.resolve(answer);
       return undefined;
     }
-    if (!isThenable(result)) {
+    if (!thenable) {
       this.#track(call);
       call.answered = true;
       this.#settled(call, undefined, result);
@@ -543,11 +665,17 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       this.#captured = undefined;
     }
     this.#track(call);
-    result.then(
-      (value) => this.#settled(call, undefined, value),
-      (error: unknown) =>
-        this.#settled(call, error ?? new Error('action rejected with undefined'), undefined),
-    );
+    try {
+      (result as PromiseLike<R>).then(
+        (value) => this.#settled(call, undefined, value),
+        (error: unknown) =>
+          this.#settled(call, error ?? new Error('action rejected with undefined'), undefined),
+      );
+    } catch (error) {
+      // A thenable whose then() throws: the action failed with that error (as `await` would have
+      // it), and its caller is answered now, through `call.resolve`.
+      this.#settled(call, error ?? new Error('then() threw undefined'), undefined);
+    }
     return promise;
   }
 
@@ -597,8 +725,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     } finally {
       this.#freshNow = outer;
     }
-    if (outcome !== 'ignore') this.#record(outcome === 'success', call.trial, error, now);
-    else if (call.trial) this.#trials--;
+    if (outcome !== 'ignore') this.#record(outcome === 'success', call, error, now);
+    else this.#endTrial(call);
     // A caller already answered (by a derived promise, or at its timeout) is not answered again.
     if (call.answered) return;
     call.answered = true;
@@ -613,21 +741,21 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     call.answered = true;
     const error = new CallTimeoutError(this.#timeoutMs as number);
     call._abort(error);
-    this.#record(false, call.trial, error, Number.NaN);
+    this.#record(false, call, error, Number.NaN);
     call.resolve(this.#fail('timeout', call.args as A, error));
   }
 
-  /** Reports an outcome to the circuit (`now`: the clock, for a success). */
-  #record(ok: boolean, trial: boolean, error: unknown, now: number): void {
-    if (trial) {
+  /** Reports a call's outcome to the circuit (`now`: the clock, for a success). */
+  #record(ok: boolean, call: Call, error: unknown, now: number): void {
+    // A call admitted in an earlier episode (the circuit changed state since) says nothing about the
+    // state the circuit is in now, and holds no trial slot of this episode.
+    if (call.episode !== this.#episode) return;
+    if (call.trial) {
       this.#trials--;
-      if (this.#state !== 'HALF_OPEN') return;
       if (ok) this.breaker.close();
       else this.breaker.open();
       return;
     }
-    // A call admitted while CLOSED whose outcome arrives after the circuit left CLOSED says nothing new.
-    if (this.#state !== 'CLOSED') return;
     if (ok) {
       // A success never changes a CLOSED circuit: it only counts in opossum's rolling window.
       const b = this.breaker;
@@ -657,22 +785,39 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     }
   }
 
+  /**
+   * Answers a call that did not succeed: the fallback's result, or `error` without a fallback. A
+   * fallback that returns is counted in opossum's `fallbacks` (as opossum's own fallback is).
+   */
   #fail(reason: FallbackReason, args: A, error: unknown): Promise<R> {
-    if (this.listenerCount('fallback') > 0) this.emit('fallback', { reason });
     const fallback = this.#fallback;
+    const listened = this.listenerCount('fallback') > 0;
+    if (fallback === undefined && !listened) return Promise.reject(error);
+    const cause = { reason, error } as FallbackCause;
+    if (listened) this.emit('fallback', cause);
     if (fallback === undefined) return Promise.reject(error);
+    let result: R | PromiseLike<R>;
     try {
-      return Promise.resolve(fallback(reason, ...args));
+      result = fallback(cause, ...args);
     } catch (fallbackError) {
       return Promise.reject(fallbackError);
     }
+    // opossum's rolling window counts its `fallback` event (as after its own fallbacks).
+    this.breaker.emit('fallback', result, error);
+    return Promise.resolve(result);
   }
 
+  /**
+   * Every state change starts a new episode: trial slots start empty, calls of earlier episodes no
+   * longer report to the circuit, and on opening every call still queued for a permit is shed.
+   */
   #transition(to: CircuitState): void {
     const from = this.#state;
     if (from === to) return;
     this.#state = to;
-    if (to !== 'HALF_OPEN') this.#trials = 0;
+    this.#episode++;
+    this.#trials = 0;
+    if (to === 'OPEN') this.#shedQueued();
     if (this.listenerCount('state') > 0) this.emit('state', { from, to });
   }
 }
@@ -686,7 +831,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
  * const getUser = guard((ctx, id: string) => fetch(`${API}/users/${id}`, { signal: ctx.signal }).then((r) => r.json()), {
  *   timeout: 2000,
  *   probeSlots: 3,
- *   fallback: (reason, id) => cache.get(id),
+ *   fallback: (_cause, id) => cache.get(id),
  * });
  * const user = await getUser.fire('42');
  * ```

@@ -2,6 +2,7 @@ export { CallContext } from './CallContext.js';
 export { CallTimeoutError, CircuitOpenError } from './errors.js';
 export {
   type CircuitState,
+  type FallbackCause,
   type FallbackReason,
   Guard,
   type GuardClassify,

@@ -43,6 +43,8 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
   });
 
   const base = { CircuitBreaker, clock, timeout: false as const, limit: { limit: 10, clock } };
+  /** `base` for a guard on a shared limiter (which takes no `limit` option). */
+  const { limit: _ownLimit, ...shared } = base;
 
   test('CLOSED → OPEN → HALF_OPEN → CLOSED, honouring volume threshold and error percentage', async () => {
     let fail = true;
@@ -102,7 +104,7 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
   test('while OPEN no permit is taken; limiter rejections never open the circuit', async () => {
     const limiter = new Limiter({ limit: 1, clock });
     const hold = deferred();
-    const g = guard(() => hold.promise, { ...base, limiter, errorThresholdPercentage: 1 });
+    const g = guard(() => hold.promise, { ...shared, limiter, errorThresholdPercentage: 1 });
     const running = g.fire();
     const rejections: string[] = [];
     for (let i = 0; i < 1000; i++) {
@@ -194,7 +196,7 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
       {
         ...base,
         errorThresholdPercentage: 100,
-        fallback: (reason, x) => {
+        fallback: ({ reason }, x) => {
           reasons.push(reason);
           if (x === 13) throw new Error('fallback broke');
           return -x;
@@ -305,7 +307,7 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
     const g = guard(() => hold.promise, {
       ...base,
       limit: { limit: 1, maxQueued: 5, maxQueueWaitMs: 50, clock },
-      fallback: (reason) => {
+      fallback: ({ reason }) => {
         reasons.push(reason);
         return 'fallback';
       },
@@ -324,7 +326,7 @@ describe.each(engines)('guard() on %s', (_name, CircuitBreaker) => {
   test('a shared limiter that grants a queued call after shutdown gets its permit straight back', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock });
     const outside = await limiter.acquire();
-    const g = guard(async () => 'ran', { ...base, limiter });
+    const g = guard(async () => 'ran', { ...shared, limiter });
     let ran = false;
     const queued = g.fire().then(
       () => (ran = true),

@@ -7,6 +7,19 @@ export { isLimitsError, LimitsError } from './errors/LimitsError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
+/** Option checks with limits' one message shape, for integration packages (e.g. limits-breaker). */
+export {
+  checkBoolean,
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  checkObject,
+  checkOneOf,
+  checkSignal,
+  checkString,
+  formatValue,
+  type NumberRange,
+} from './internal/validate.js';
 export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
 export { FixedLimit } from './limit/FixedLimit.js';
 export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';

@@ -1,4 +1,5 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
+import type { Waiter } from '../queue/Waiter.js';
 import type { Permit } from './Permit.js';
 
 /**
@@ -11,4 +12,9 @@ export interface AcquireSink {
   _granted(permit: Permit): void;
   /** The request was refused (queue full, expired, aborted, closed, ...). */
   _refused(error: LimitExceededError): void;
+  /**
+   * Optional: the request was queued as `waiter`. Passing it to `Limiter._abortWaiter` takes it out
+   * of the queue (then `_refused` is called with reason `aborted`), with no AbortSignal per request.
+   */
+  _queued?(waiter: Waiter): void;
 }

@@ -634,6 +634,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#queuedBytes += bytes;
     if (deadline !== Infinity) this.#deadlines++;
     signal?.addEventListener('abort', waiter);
+    if (sink !== undefined) sink._queued?.(waiter);
     // A waiter that never expires cannot need an earlier timer (CoDel's depends on the head).
     if (expiresAt !== Infinity || this.#codelTargetMs !== Infinity) this.#schedule(now);
     if (this.#events().queue !== undefined) {

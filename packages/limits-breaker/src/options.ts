@@ -1,0 +1,292 @@
+import {
+  type AcquireOptions,
+  type Clock,
+  checkBoolean,
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  checkObject,
+  checkSignal,
+  checkString,
+  formatValue,
+  type Limiter,
+  type LimiterOptions,
+} from 'limits-core';
+import type { OpossumBreaker, OpossumConstructor } from './opossum.js';
+
+/** Every option of `guard()` (GuardOptions and the OpossumOptions it extends). */
+const GUARD_KEYS = [
+  'limiter',
+  'limit',
+  'probeSlots',
+  'timeout',
+  'fallback',
+  'classify',
+  'acquire',
+  'latencyWindowMs',
+  'latencyBuckets',
+  'clock',
+  'CircuitBreaker',
+  'errorThresholdPercentage',
+  'resetTimeout',
+  'rollingCountTimeout',
+  'rollingCountBuckets',
+  'volumeThreshold',
+  'allowWarmUp',
+  'name',
+] as const;
+
+/** Every key of limits-core's AcquireOptions. */
+const ACQUIRE_KEYS = [
+  'signal',
+  'deadline',
+  'timeout',
+  'cost',
+  'bytes',
+  'tenant',
+  'kind',
+  'priority',
+] as const;
+
+/** opossum options the guard does not take, with what to use instead. */
+const OPOSSUM_ONLY: Record<string, string> = {
+  capacity: 'the limiter bounds concurrency: use "limit" (e.g. { limit: 10 }) or "limiter"',
+  errorFilter: 'use "classify" (return "ignore" for an error that says nothing about health)',
+  abortController: "each call has its own signal: the action's ctx.signal",
+  autoRenewAbortController: "each call has its own signal: the action's ctx.signal",
+  rollingPercentilesEnabled: 'the guard keeps latency percentiles itself: stats().latency',
+  enableSnapshots: 'read stats() when you need counts',
+  rotateBucketController: 'not supported by guard()',
+  cache: 'not supported by guard()',
+  cacheTTL: 'not supported by guard()',
+  cacheGetKey: 'not supported by guard()',
+  cacheTransport: 'not supported by guard()',
+  coalesce: 'not supported by guard()',
+  coalesceTTL: 'not supported by guard()',
+  coalesceResetOn: 'not supported by guard()',
+  coalesceSize: 'not supported by guard()',
+  errorThresholdPercentageThreshold: 'use "errorThresholdPercentage"',
+};
+
+/** Largest delay Node's timers take (opossum arms `setTimeout(resetTimeout)` and a bucket interval). */
+const MAX_TIMER_MS = 2_147_483_647;
+/** Most latency histograms (about 14 KB each) a guard may keep. */
+const MAX_LATENCY_BUCKETS = 1_000;
+
+/** The guard's options, checked, with defaults applied (what the constructor needs). */
+export interface CheckedOptions {
+  probeSlots: number;
+  timeout: number | false;
+  fallback: ((...args: never[]) => unknown) | undefined;
+  classify: ((...args: never[]) => unknown) | undefined;
+  acquire: AcquireOptions | undefined;
+  latencyWindowMs: number;
+  latencyBuckets: number;
+  clock: Clock | undefined;
+  limiter: Limiter | undefined;
+  limit: LimiterOptions | undefined;
+  CircuitBreaker: OpossumConstructor | undefined;
+  errorThresholdPercentage: number;
+  resetTimeout: number;
+  rollingCountTimeout: number;
+  rollingCountBuckets: number;
+  volumeThreshold: number;
+  allowWarmUp: boolean;
+  name: string | undefined;
+}
+
+/**
+ * @internal Checks every option of `guard()` before anything is built: unknown keys are refused with
+ * the nearest valid name, a wrong type is a TypeError, a value out of range a RangeError, each with
+ * limits' one message shape.
+ */
+export function checkGuardOptions(options: unknown): CheckedOptions {
+  if (options !== null && typeof options === 'object' && !Array.isArray(options)) {
+    for (const key in options) {
+      const hint = OPOSSUM_ONLY[key];
+      if (hint !== undefined && !(GUARD_KEYS as readonly string[]).includes(key)) {
+        throw new TypeError(`limits: option "${key}" of opossum is not taken by guard(); ${hint}`);
+      }
+    }
+  }
+  checkKeys('guard', options, GUARD_KEYS);
+  const o = (options ?? {}) as Record<string, unknown>;
+  const probeSlots = checkNumber('probeSlots', o.probeSlots, 1, { min: 1, integer: true });
+  const timeout = checkTimeout(o.timeout);
+  const fallback = checkFunction<CheckedOptions['fallback']>('fallback', o.fallback);
+  const classify = checkFunction<CheckedOptions['classify']>('classify', o.classify);
+  const acquire = checkAcquire(o.acquire);
+  const latencyWindowMs = checkNumber('latencyWindowMs', o.latencyWindowMs, 60_000, {
+    min: 0,
+    minExclusive: true,
+  });
+  const latencyBuckets = checkNumber('latencyBuckets', o.latencyBuckets, 6, {
+    min: 1,
+    max: MAX_LATENCY_BUCKETS,
+    integer: true,
+  });
+  const clock = checkClock(o.clock);
+  const limiter = checkLimiter(o.limiter);
+  const limit = checkObject<LimiterOptions>('limit', o.limit);
+  if (limiter !== undefined && limit !== undefined) {
+    throw new TypeError(
+      'limits: options "limit" and "limiter" cannot be used together ("limit" configures the guard\'s own limiter; a shared "limiter" keeps its own options)',
+    );
+  }
+  const CircuitBreaker = checkConstructor(o.CircuitBreaker);
+  const errorThresholdPercentage = checkNumber(
+    'errorThresholdPercentage',
+    o.errorThresholdPercentage,
+    50,
+    { min: 0, max: 100 },
+  );
+  const resetTimeout = checkNumber('resetTimeout', o.resetTimeout, 30_000, {
+    min: 0,
+    minExclusive: true,
+    max: MAX_TIMER_MS,
+  });
+  const rollingCountTimeout = checkNumber('rollingCountTimeout', o.rollingCountTimeout, 10_000, {
+    min: 0,
+    minExclusive: true,
+    max: MAX_TIMER_MS,
+  });
+  const rollingCountBuckets = checkNumber('rollingCountBuckets', o.rollingCountBuckets, 10, {
+    min: 1,
+    integer: true,
+  });
+  if (rollingCountTimeout / rollingCountBuckets < 1) {
+    throw new RangeError(
+      `limits: option "rollingCountBuckets" must be at most "rollingCountTimeout" (${rollingCountTimeout}) so that each bucket spans ≥ 1 ms, got ${rollingCountBuckets}`,
+    );
+  }
+  const volumeThreshold = checkNumber('volumeThreshold', o.volumeThreshold, 0, {
+    min: 0,
+    integer: true,
+  });
+  const allowWarmUp = checkBoolean('allowWarmUp', o.allowWarmUp, false);
+  const name = checkString('name', o.name);
+  return {
+    probeSlots,
+    timeout,
+    fallback,
+    classify,
+    acquire,
+    latencyWindowMs,
+    latencyBuckets,
+    clock,
+    limiter,
+    limit,
+    CircuitBreaker,
+    errorThresholdPercentage,
+    resetTimeout,
+    rollingCountTimeout,
+    rollingCountBuckets,
+    volumeThreshold,
+    allowWarmUp,
+    name,
+  };
+}
+
+function checkTimeout(value: unknown): number | false {
+  if (value === undefined) return 10_000;
+  if (value === false) return false;
+  const allowed = 'a number in (0, Infinity) or false';
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new TypeError(`limits: option "timeout" must be ${allowed}, got ${formatValue(value)}`);
+  }
+  if (!(value > 0 && Number.isFinite(value))) {
+    throw new RangeError(`limits: option "timeout" must be ${allowed}, got ${formatValue(value)}`);
+  }
+  return value;
+}
+
+function checkAcquire(value: unknown): AcquireOptions | undefined {
+  const acquire = checkObject<Record<string, unknown>>('acquire', value);
+  if (acquire === undefined) return undefined;
+  checkKeys('guard', acquire, ACQUIRE_KEYS, 'acquire.');
+  checkSignal('acquire.signal', acquire.signal);
+  checkNumber('acquire.deadline', acquire.deadline, 0, { allowInfinity: true });
+  checkNumber('acquire.timeout', acquire.timeout, 0, { min: 0, allowInfinity: true });
+  checkNumber('acquire.cost', acquire.cost, 1, { min: 0, minExclusive: true });
+  checkNumber('acquire.bytes', acquire.bytes, 0, { min: 0 });
+  checkString('acquire.tenant', acquire.tenant);
+  checkString('acquire.kind', acquire.kind);
+  checkNumber('acquire.priority', acquire.priority, 0);
+  return acquire as AcquireOptions;
+}
+
+function checkClock(value: unknown): Clock | undefined {
+  const clock = checkObject<Record<string, unknown>>('clock', value);
+  if (clock === undefined) return undefined;
+  for (const fn of ['now', 'setTimeout', 'clearTimeout'] as const) {
+    if (typeof clock[fn] !== 'function') {
+      throw new TypeError(
+        `limits: option "clock.${fn}" must be a function, got ${formatValue(clock[fn])}`,
+      );
+    }
+  }
+  return clock as unknown as Clock;
+}
+
+/** What the guard calls on a limiter (a `Limiter`, or an object that quacks like one). */
+const LIMITER_METHODS = ['tryAcquire', '_acquireFor', 'snapshot', 'close', 'on', 'off'] as const;
+
+function checkLimiter(value: unknown): Limiter | undefined {
+  if (value === undefined) return undefined;
+  const ok =
+    value !== null &&
+    typeof value === 'object' &&
+    LIMITER_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+  if (!ok) {
+    throw new TypeError(
+      `limits: option "limiter" must be a Limiter (from limits-core), got ${formatValue(value)}`,
+    );
+  }
+  return value as Limiter;
+}
+
+function checkConstructor(value: unknown): OpossumConstructor | undefined {
+  const fn = checkFunction<OpossumConstructor>('CircuitBreaker', value);
+  if (fn === undefined) return undefined;
+  try {
+    // Throws when `fn` cannot be called with `new`, without calling it.
+    Reflect.construct(Object, [], fn);
+  } catch {
+    throw new TypeError(
+      `limits: option "CircuitBreaker" must be a constructor (opossum's CircuitBreaker class), got ${formatValue(value)}`,
+    );
+  }
+  return fn;
+}
+
+/** What the guard calls on the breaker it builds. */
+const BREAKER_METHODS = [
+  'fire',
+  'open',
+  'close',
+  'shutdown',
+  'on',
+  'emit',
+  'removeListener',
+  'listenerCount',
+] as const;
+
+/**
+ * @internal Checks that the `CircuitBreaker` option built something the guard can drive; shuts down
+ * what it built otherwise.
+ * @throws TypeError naming the option.
+ */
+export function checkBreaker(breaker: unknown): OpossumBreaker {
+  const missing = BREAKER_METHODS.filter(
+    (m) => typeof (breaker as Record<string, unknown> | null)?.[m] !== 'function',
+  );
+  if (missing.length === 0) return breaker as OpossumBreaker;
+  try {
+    (breaker as { shutdown?: () => void } | null)?.shutdown?.();
+  } catch {
+    // best effort: the instance is discarded anyway
+  }
+  throw new TypeError(
+    `limits: option "CircuitBreaker" must be opossum's CircuitBreaker (9 or 10), got a class whose instances lack ${missing.join(', ')}`,
+  );
+}
