@@ -108,6 +108,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #untimed = 0;
   #stalledSamples = 0;
   #closed = false;
+  /** A dispatch is running (a release from inside it leaves the serving to that loop). */
+  #dispatching = false;
   #drained: CloseWaiter[] = [];
   /**
    * Backward clock jumps so far: the limiter's time is `clock.now() + #skew`, which never goes
@@ -723,6 +725,21 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #dispatch(known: number): void {
     const list = this.#list;
     if (list.size === 0) return;
+    // A waiter served here may release at once (a queued task that throws synchronously, a guard
+    // action that ends synchronously): that release must not dispatch again from inside this loop,
+    // or the stack grows with the queue. The loop below re-reads capacity on every turn, so it
+    // serves what the inner release freed.
+    if (this.#dispatching) return;
+    this.#dispatching = true;
+    try {
+      this.#dispatchLoop(known);
+    } finally {
+      this.#dispatching = false;
+    }
+  }
+
+  #dispatchLoop(known: number): void {
+    const list = this.#list;
     const selector = this.#selector;
     const timed =
       ((this.#maxQueueWaitMs !== Infinity || this.#deadlines > 0) &&
