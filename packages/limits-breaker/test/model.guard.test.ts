@@ -184,7 +184,9 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       errorThresholdPercentage: 50,
       resetTimeout: config.resetTimeout,
       limit: { limit: config.limit, maxQueued: config.maxQueued, clock },
-      ...(config.fallback ? { fallback: ({ reason }: { reason: string }) => `fallback:${reason}` } : {}),
+      ...(config.fallback
+        ? { fallback: ({ reason }: { reason: string }) => `fallback:${reason}` }
+        : {}),
     },
   );
   let shut = false;
