@@ -872,3 +872,33 @@ describe('listeners that throw', () => {
     await g.shutdown();
   });
 });
+
+describe('re-entrant listeners', () => {
+  // issue 9, model suite N1 (re-entrant listeners, seed 1: a call started by a listener while calls
+  // time out armed a second timer that shutdown() did not clear)
+  test('a call started by a fallback listener while calls time out leaves no timer behind after shutdown', async () => {
+    let sync = false;
+    const g = guard(() => (sync ? 'value' : new Promise<string>(() => {})), {
+      ...base,
+      timeout: 60,
+    });
+    const answers: string[] = [];
+    g.on('fallback', ({ reason }) => {
+      if (reason !== 'timeout') return;
+      sync = true;
+      g.fire().then((v) => answers.push(v));
+      sync = false;
+    });
+    const first = g.fire().catch((e: unknown) => (e as Error).name);
+    await vi.advanceTimersByTimeAsync(1);
+    const second = g.fire().catch((e: unknown) => (e as Error).name);
+    await vi.advanceTimersByTimeAsync(59);
+    expect(await first).toBe('TimeoutError');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await second).toBe('TimeoutError');
+    await flush();
+    expect(answers).toEqual(['value', 'value']);
+    await g.shutdown();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
