@@ -23,6 +23,11 @@ export class TimeoutList {
   #tail: Timed | undefined = undefined;
   #timer: unknown = undefined;
   #timerDue = Infinity;
+  /**
+   * Inside `#fire`'s loop: an entry added meanwhile (a call started by a listener of an expiring call)
+   * must not arm a timer of its own; `#fire` arms one for the head when the loop ends.
+   */
+  #firing = false;
 
   constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
@@ -35,7 +40,7 @@ export class TimeoutList {
     if (this.#tail === undefined) this.#head = t;
     else this.#tail.next = t;
     this.#tail = t;
-    if (this.#timer === undefined) this.#arm();
+    if (this.#timer === undefined && !this.#firing) this.#arm();
   }
 
   /** Whether `t` is listed (a removed entry has no links and is not the head). */
@@ -82,10 +87,16 @@ export class TimeoutList {
     this.#timerDue = Infinity;
     const now = this.#clock.now();
     const timeoutMs = this.#timeoutMs;
-    for (let t = this.#head; t !== undefined && t.start + timeoutMs <= now; t = this.#head) {
-      this.remove(t);
-      t.expire();
+    this.#firing = true;
+    try {
+      for (let t = this.#head; t !== undefined && t.start + timeoutMs <= now; t = this.#head) {
+        this.remove(t);
+        t.expire();
+      }
+    } finally {
+      this.#firing = false;
     }
+    // (clear() from inside the loop emptied the list: nothing to arm.)
     this.#arm();
   };
 

@@ -123,6 +123,13 @@ export interface GuardEvents {
   reject: (event: RejectEvent) => void;
   /** A permit came back (re-emitted). */
   release: (event: ReleaseEvent) => void;
+  /**
+   * A listener of the guard's events (or of opossum's events, when the guard calls into opossum)
+   * threw. The guard catches it and carries on: its state stays consistent and every caller is still
+   * answered. Without an `error` listener here, the error goes to the limiter's `error` event; without
+   * one there either, it is rethrown on a microtask (an uncaught exception, as the limiter does).
+   */
+  error: (error: unknown) => void;
 }
 
 /** What {@link Guard.stats} returns. */
@@ -434,9 +441,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       on(e: string, f: (p: unknown) => void): unknown;
       off(e: string, f: (p: unknown) => void): unknown;
     };
-    const forward = (payload: unknown) => {
-      (this.emit as (e: string, p: unknown) => boolean)(event, payload);
-    };
+    // Through #emit: a guard listener's error is the guard's to report, not the limiter's.
+    const forward = (payload: unknown) => this.#emit(event as 'release', payload as ReleaseEvent);
     source.on(event, forward);
     this.#unsubscribe.push(() => source.off(event, forward));
   }
@@ -752,8 +758,14 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     if (call.episode !== this.#episode) return;
     if (call.trial) {
       this.#trials--;
-      if (ok) this.breaker.close();
-      else this.breaker.open();
+      // opossum emits 'close'/'open' here: a listener of its own that throws must not strand the
+      // settling call (the guard's own handlers never throw).
+      try {
+        if (ok) this.breaker.close();
+        else this.breaker.open();
+      } catch (error) {
+        this.#report(error);
+      }
       return;
     }
     if (ok) {
@@ -765,8 +777,12 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       if (!this.#countDirectly) {
         // Someone else listens to opossum's events (e.g. a metrics exporter): tell it as opossum's
         // own fire() would, minus the promise plumbing; opossum counts from these events.
-        b.emit('fire', EMPTY_ARGS);
-        b.emit('success', undefined, 0);
+        try {
+          b.emit('fire', EMPTY_ARGS);
+          b.emit('success', undefined, 0);
+        } catch (error) {
+          this.#report(error);
+        }
         return;
       }
       // Otherwise add to the current bucket's counts directly. opossum's event path would also push
@@ -781,7 +797,12 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       bucket.successes++;
     } else {
       // A failure goes through fire(), so opossum judges volume and error percentage and may open.
-      this.breaker.fire(Promise.reject(error)).catch(noop);
+      // (opossum emits 'fire' synchronously: a listener of its own may throw.)
+      try {
+        this.breaker.fire(Promise.reject(error)).catch(noop);
+      } catch (listenerError) {
+        this.#report(listenerError);
+      }
     }
   }
 
@@ -794,7 +815,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     const listened = this.listenerCount('fallback') > 0;
     if (fallback === undefined && !listened) return Promise.reject(error);
     const cause = { reason, error } as FallbackCause;
-    if (listened) this.emit('fallback', cause);
+    if (listened) this.#emit('fallback', cause);
     if (fallback === undefined) return Promise.reject(error);
     let result: R | PromiseLike<R>;
     try {
@@ -802,8 +823,13 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     } catch (fallbackError) {
       return Promise.reject(fallbackError);
     }
-    // opossum's rolling window counts its `fallback` event (as after its own fallbacks).
-    this.breaker.emit('fallback', result, error);
+    // opossum's rolling window counts its `fallback` event (as after its own fallbacks); a listener
+    // of its own that throws must not take the caller's answer.
+    try {
+      this.breaker.emit('fallback', result, error);
+    } catch (listenerError) {
+      this.#report(listenerError);
+    }
     return Promise.resolve(result);
   }
 
@@ -818,7 +844,50 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#episode++;
     this.#trials = 0;
     if (to === 'OPEN') this.#shedQueued();
-    if (this.listenerCount('state') > 0) this.emit('state', { from, to });
+    if (this.listenerCount('state') > 0) this.#emit('state', { from, to });
+  }
+
+  /**
+   * Emits one of the guard's events. Every event the guard emits goes through here (callers check
+   * that someone listens first): a listener that throws is reported (`#report`), never
+   * thrown into the guard, the limiter or opossum, so the guard's state stays consistent and every
+   * caller is answered.
+   */
+  #emit<E extends Exclude<keyof GuardEvents, 'error'>>(
+    event: E,
+    payload: Parameters<GuardEvents[E]>[0],
+  ): void {
+    try {
+      (this.emit as (e: E, p: unknown) => boolean)(event, payload);
+    } catch (error) {
+      this.#report(error);
+    }
+  }
+
+  /**
+   * Reports a listener's error: on the guard's `error` event; without a listener there, on the
+   * limiter's `error` event; without one there either (or when an `error` listener throws itself),
+   * rethrown on a microtask — the limiter's rule for its own listeners.
+   */
+  #report(error: unknown): void {
+    if (this.listenerCount('error') > 0) {
+      try {
+        this.emit('error', error);
+        return;
+      } catch {
+        // An error listener that throws: rethrown below, like any listener error nobody handles.
+      }
+    } else if (this.limiter.listenerCount('error') > 0) {
+      try {
+        this.limiter.emit('error', error);
+        return;
+      } catch {
+        // As above.
+      }
+    }
+    queueMicrotask(() => {
+      throw error;
+    });
   }
 }
 

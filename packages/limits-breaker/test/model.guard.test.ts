@@ -570,6 +570,10 @@ describe('guard(): new findings of the model suites', () => {
     g.on('state', (e) => {
       if (e.to === 'OPEN') throw new ListenerError('state listener threw');
     });
+    // The listener's error is reported on the guard's `error` event (with no `error` listener on the
+    // guard or the limiter it would be rethrown on a microtask: an uncaught exception).
+    const reported: unknown[] = [];
+    g.on('error', (error) => reported.push(error));
     let answer = 'pending';
     g.fire().then(
       () => {
@@ -583,6 +587,7 @@ describe('guard(): new findings of the model suites', () => {
     expect(answer).toBe('rejected');
     expect(g.limiter.inflight).toBe(0);
     expect(g.stats().trials).toBe(0);
+    expect(reported).toEqual([expect.any(ListenerError)]);
     await g.shutdown();
   });
 });
