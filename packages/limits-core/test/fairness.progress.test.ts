@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest';
 import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
-import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
+import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import { SelectorEntry, Waiter, WaiterExtras } from '../src/queue/Waiter.js';
 import { flush } from './support/FakeClock.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
-import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
+import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import { SelectorEntry, Waiter, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 

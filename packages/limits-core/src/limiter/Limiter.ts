@@ -10,7 +10,7 @@ import {
   formatValue,
 } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
-import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { ExpiryHeap } from '../queue/ExpiryHeap.js';
 import type { Selector } from '../queue/Selector.js';
 import { SelectorEntry, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
@@ -971,7 +971,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     resolve: (value: unknown) => void,
     known: number,
   ): void {
-    const options = w.options;
+    const options = w.options as AcquireOptions | undefined;
     const signal = options?.signal;
     const deadline = w.deadline;
     if (signal === undefined && deadline === Infinity) {

@@ -11,7 +11,7 @@ import {
 import { checkAlgorithm } from '../limit/checkAlgorithm.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
-import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
 import type { CapacityGate, CodelOptions, LimiterOptions, QueueOrder } from './options.js';

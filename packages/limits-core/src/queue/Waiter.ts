@@ -1,5 +1,4 @@
 import type { AcquireSink } from '../limiter/AcquireSink.js';
-import type { AcquireOptions } from '../limiter/options.js';
 import { Permit, type PermitOwner } from '../limiter/Permit.js';
 
 /** @internal What a waiter calls back into when its signal aborts. */
@@ -27,8 +26,11 @@ export class WaiterExtras {
   heapIndex = -1;
   /** Selector bookkeeping (fair or priority queueing only). */
   sel: SelectorEntry | undefined = undefined;
-  /** For `run`: the acquire options of the call. */
-  options: AcquireOptions | undefined = undefined;
+  /**
+   * For `run`: the acquire options of the call, opaque to the queue (the limiter reads them when it
+   * starts the task; the queue is a layer below the limiter and does not know their type).
+   */
+  options: object | undefined = undefined;
 }
 
 /**
@@ -82,8 +84,8 @@ export class Waiter extends Permit {
     return this.extras?.signal;
   }
 
-  /** For `run`: the acquire options of the call. */
-  get options(): AcquireOptions | undefined {
+  /** For `run`: the acquire options of the call (opaque to the queue). */
+  get options(): object | undefined {
     return this.extras?.options;
   }
 
