@@ -1,7 +1,9 @@
 import { EventEmitter } from 'eventemitter3';
 import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
+import { MonotonicTime } from '../internal/MonotonicTime.js';
 import {
   checkKeys,
   checkNumber,
@@ -10,11 +12,8 @@ import {
   formatValue,
 } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
-import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
-import { ExpiryHeap } from '../queue/ExpiryHeap.js';
-import type { Selector } from '../queue/Selector.js';
-import { SelectorEntry, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
-import { WaiterList } from '../queue/WaiterList.js';
+import { SelectorEntry, type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
@@ -27,13 +26,13 @@ import {
   type CloseResult,
   type LimiterOptions,
   type LimiterSnapshot,
-  type QueueOrder,
 } from './options.js';
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
 import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
 import { StallDetector } from './StallDetector.js';
+import { PromiseWaiter, SinkWaiter, type WaiterHost } from './waiters.js';
 
 /** Weight of a new hold time in the service-time average. */
 const SERVICE_WEIGHT = 1 / 16;
@@ -61,33 +60,21 @@ interface CloseWaiter {
  * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeout: 1000 });
  * ```
  */
-export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
+export class Limiter
+  extends EventEmitter<LimiterEvents>
+  implements PermitOwner, WaiterOwner, WaiterHost
+{
   readonly #algorithm: LimitAlgorithm;
   readonly #probeSlots: number;
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
-  readonly #maxQueueWaitMs: number;
-  readonly #order: QueueOrder;
-  readonly #standingMs: number;
-  readonly #codelTargetMs: number;
-  readonly #clock: Clock;
+  readonly #time: MonotonicTime;
   readonly #adaptive: boolean;
   readonly #stall: StallDetector | undefined;
   readonly #maxCost: number;
   readonly #initialServiceMs: number;
-  readonly #list = new WaiterList();
-  readonly #heap = new ExpiryHeap();
-  /**
-   * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
-   * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
-   * expires first; the heap is used only once an earlier expiry arrives after a later one, until
-   * the queue empties.
-   */
-  #heapMode = false;
-  #lastExpiry = -Infinity;
-  /** Queued waiters with a deadline (with no `maxQueueWaitMs`, only they can expire). */
-  #deadlines = 0;
-  readonly #selector: Selector | undefined;
+  /** The waiters, their expiry and order (see {@link WaitQueue}). */
+  readonly #queue: WaitQueue;
   readonly #estimator: CostEstimator | undefined;
   readonly #hooks: RunHooks;
   readonly #gate: CapacityGate | undefined;
@@ -97,11 +84,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #capacity: number;
   #inflight = 0;
   #permits = 0;
-  #queuedCost = 0;
-  #queuedBytes = 0;
-  #lastEmptyAt = 0;
-  #timer: unknown = undefined;
-  #timerAt = Infinity;
   #serviceMs = 0;
   /** Mean absolute deviation of the hold time (same weight): the margin of deadline checks. */
   #serviceDevMs = 0;
@@ -109,15 +91,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #stalledSamples = 0;
   #closed = false;
   #drained: CloseWaiter[] = [];
-  /**
-   * Backward clock jumps so far: the limiter's time is `clock.now() + #skew`, which never goes
-   * backwards (an injected clock need not be monotonic). Queue times, expiries, permit start times
-   * and deadlines (converted at admission) all use it.
-   */
-  #skew = 0;
-  #lastRaw = -Infinity;
-  /** `#skew` when the queue timer was set: a jump since then is detected when it fires. */
-  #timerSkew = 0;
   /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
   #badLimit = false;
   readonly #leaks: LeakTracker | undefined;
@@ -136,15 +109,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#probeSlots = o.probeSlots;
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
-    this.#maxQueueWaitMs = o.maxQueueWaitMs;
-    this.#order = o.order;
-    this.#codelTargetMs = o.codelTargetMs;
-    this.#standingMs = o.standingMs;
-    this.#clock = o.clock;
+    this.#time = new MonotonicTime(o.clock);
+    this.#queue = new WaitQueue(
+      o,
+      this.#time,
+      (w) => this.#refuseWaiter(w, 'expired'),
+      (now) => this.#dispatch(now),
+    );
     this.#initialServiceMs = o.initialServiceMs;
     this.#adaptive = o.adaptive;
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
-    this.#selector = o.selector;
     this.#estimator = o.estimator;
     this.#gate = o.gate;
     this.#sampleEvery = o.sampleEvery;
@@ -152,7 +126,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       const clock = o.clock;
       // The detector sees the limiter's (monotonic) time, as the permits' start times do.
       const time: Clock = {
-        now: () => this.#now(),
+        now: () => this.#time.now(),
         setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
         clearTimeout: (handle) => clock.clearTimeout(handle),
       };
@@ -191,12 +165,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** Waiters in the queue. */
   get queued(): number {
-    return this.#list.size;
+    return this.#queue.size;
   }
 
   /** Bytes held by queued waiters. */
   get queuedBytes(): number {
-    return this.#queuedBytes;
+    return this.#queue.queuedBytes;
   }
 
   /** The limit algorithm. */
@@ -206,19 +180,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
-    const head = this.#list.head;
+    const queue = this.#queue;
+    const head = queue.head;
     return {
       limit: this.#limit,
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
-      queued: this.#list.size,
-      queuedCost: this.#queuedCost,
-      queuedBytes: this.#queuedBytes,
-      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#now() - head.enqueuedAt),
+      queued: queue.size,
+      queuedCost: queue.queuedCost,
+      queuedBytes: queue.queuedBytes,
+      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
       serviceMs: this.#service(),
       stalledSamples: this.#stalledSamples,
-      tenants: this.#selector instanceof DeficitRoundRobin ? this.#selector.tenants : 0,
+      tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
   }
@@ -241,13 +216,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (options.signal?.aborted) return undefined;
       if (options.deadline !== undefined || options.timeout !== undefined) {
         hasDeadline = true;
-        const now = this.#now();
+        const now = this.#time.now();
         if (this.#deadlineOf(options, now) <= now) return undefined;
       }
     }
     if (
       this.#closed ||
-      (this.#list.size > 0 && !this.#newestFirst()) ||
+      (this.#queue.size > 0 && !this.#queue.newestFirst()) ||
       cost > this.#maxCost ||
       !this.#fits(cost)
     ) {
@@ -281,30 +256,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#admit(options, undefined, sink) as Permit | undefined;
   }
 
-  /**
-   * The limiter's time: the clock, made monotonic (a backward jump is absorbed into `#skew`).
-   */
-  #now(): number {
-    const raw = this.#clock.now();
-    if (raw < this.#lastRaw) this.#skew += this.#lastRaw - raw;
-    this.#lastRaw = raw;
-    return raw + this.#skew;
-  }
-
   /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
   #deadlineOf(options: AcquireOptions, now: number): number {
-    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#skew;
+    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#time.skew;
     return options.timeout === undefined ? deadline : Math.min(deadline, now + options.timeout);
-  }
-
-  /**
-   * Whether a newcomer is next in line although waiters are queued: LIFO order (and adaptive order
-   * while a standing queue persists) serves the newest first, so one that fits starts at once
-   * (work-conserving).
-   */
-  #newestFirst(): boolean {
-    if (this.#selector !== undefined || this.#order === 'fifo') return false;
-    return this.#order === 'lifo' || this.#now() - this.#lastEmptyAt >= this.#standingMs;
   }
 
   /**
@@ -332,7 +287,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         return this.#refuse(sink, 'aborted', cost, options.signal.reason);
       }
       if (options.deadline !== undefined || options.timeout !== undefined) {
-        now = this.#now();
+        now = this.#time.now();
         deadline = this.#deadlineOf(options, now);
       }
     }
@@ -340,7 +295,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
     // A time budget already spent is refused even when capacity is free.
     if (deadline <= now) return this.#refuse(sink, 'deadline', cost);
-    if ((this.#list.size === 0 || this.#newestFirst()) && this.#fits(cost)) {
+    if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
       const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
       if (sink !== undefined) return permit;
       if (task === undefined) {
@@ -350,15 +305,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       return this.#runWith(permit, task, options, deadline, now);
     }
     if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
-    if (this.#list.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
-    if (this.#selector?.refuse(options?.tenant) !== undefined) {
+    if (this.#queue.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
+    if (this.#queue.selector?.refuse(options?.tenant) !== undefined) {
       return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
     }
     const bytes = options?.bytes ?? 0;
-    if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
+    if (this.#queue.queuedBytes + bytes > this.#maxQueuedBytes) {
       return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
     }
-    if (Number.isNaN(now)) now = this.#now();
+    if (Number.isNaN(now)) now = this.#time.now();
     // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
     // queue ahead cannot start, and the call cannot finish, in time.
     if (deadline !== Infinity && now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
@@ -411,7 +366,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         ),
       );
     }
-    if (options === undefined && !this.#closed && this.#list.size === 0 && this.#fits(1)) {
+    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
       return runUnderPermit(permit, task, taskSignal(task), this.#hooks);
     }
@@ -443,8 +398,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
     }
     this.#closed = true;
-    while (this.#list.head !== undefined) this.#fail(this.#list.head, 'closed');
-    this.#clearTimer();
+    const queue = this.#queue;
+    for (let w = queue.head; w !== undefined; w = queue.head) this.#fail(w, 'closed');
+    queue.clearTimer();
     if (this.#permits === 0) {
       this.#stall?.stop();
       return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
@@ -453,7 +409,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       const waiter: CloseWaiter = { resolve, timer: undefined };
       this.#drained.push(waiter);
       if (timeoutMs === Infinity) return;
-      waiter.timer = this.#clock.setTimeout(() => {
+      waiter.timer = this.#time.clock.setTimeout(() => {
         waiter.timer = undefined;
         const i = this.#drained.indexOf(waiter);
         if (i >= 0) this.#drained.splice(i, 1);
@@ -478,7 +434,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#permits--;
     const timed = !Number.isNaN(startTime);
     // One clock read per release: the dispatch below reuses it.
-    const now = timed ? this.#now() : Number.NaN;
+    const now = timed ? this.#time.now() : Number.NaN;
     // Never negative: the limiter's time does not go backwards.
     const rtt = now - startTime;
     let stalled = false;
@@ -502,20 +458,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
       // service-time estimate (drops are too important to sample away).
       const service = this.#service();
-      this.#feed(this.#now() - service, inflight, service, true);
+      this.#feed(this.#time.now() - service, inflight, service, true);
     }
     if (this.#events().release !== undefined) {
       this.#emit('release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(cost);
-    if (this.#list.size > 0) this.#dispatch(now);
+    if (this.#queue.size > 0) this.#dispatch(now);
     this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
   /** @internal Called by a queued waiter whose signal aborted. */
   _abortWaiter(waiter: Waiter): void {
-    if (!this.#list.has(waiter)) return;
+    if (!this.#queue.has(waiter)) return;
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
     this.#dispatch(Number.NaN);
@@ -532,7 +488,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
   _dispatch(): void {
-    if (this.#list.size > 0) this.#dispatch(Number.NaN);
+    if (this.#queue.size > 0) this.#dispatch(Number.NaN);
   }
 
   #fits(cost: number): boolean {
@@ -557,7 +513,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
   #estimateWait(cost: number): number {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = this.#inflight + this.#queuedCost + cost - capacity;
+    const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
     return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, capacity);
   }
 
@@ -570,15 +526,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     task: ((signal: AbortSignal) => unknown) | undefined,
     sink: AcquireSink | undefined,
   ): unknown {
-    const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
+    const queue = this.#queue;
     const signal = options?.signal;
-    const selector = this.#selector;
+    const selective = queue.selector !== undefined;
     let extras: WaiterExtras | undefined;
     if (
       bytes !== 0 ||
       deadline !== Infinity ||
       signal !== undefined ||
-      selector !== undefined ||
+      selective ||
       (task !== undefined && options !== undefined)
     ) {
       extras = new WaiterExtras();
@@ -588,17 +544,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (task !== undefined) extras.options = options;
     }
     let promise: Promise<unknown> | undefined;
-    let settle: ((value: unknown) => void) | AcquireSink;
+    let waiter: Waiter;
     if (sink === undefined) {
       // One shared executor instead of a closure (and its context) per queued call.
       promise = new Promise<unknown>(this.#capture);
-      settle = this.#captured as (value: unknown) => void;
+      const resolve = this.#captured as (value: unknown) => void;
       this.#captured = undefined;
+      waiter = new PromiseWaiter(this, cost, now, resolve, extras, task);
     } else {
-      settle = sink;
+      waiter = new SinkWaiter(this, cost, now, sink, extras);
     }
-    const waiter = new Waiter(this, cost, now, settle, extras, task);
-    if (selector !== undefined) {
+    if (selective) {
       // Everything that can throw (a user's estimator, a fairness quantum function) runs before the
       // limiter's own state changes: a refused waiter must leave nothing behind.
       try {
@@ -610,70 +566,40 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
             ? cost
             : this.#estimator.estimate(options?.kind ?? '', bytes),
         );
-        selector.add(waiter);
+        queue.add(waiter, now);
       } catch (error) {
         if (sink !== undefined) throw error;
-        (settle as (value: unknown) => void)(Promise.reject(error));
+        (waiter as PromiseWaiter).resolve(Promise.reject(error));
         return promise;
       }
-    }
-    if (this.#list.size === 0) this.#lastEmptyAt = now;
-    this.#list.push(waiter);
-    if (this.#heapMode) {
-      if (expiresAt !== Infinity) this.#toHeap(waiter, expiresAt);
-    } else if (expiresAt < this.#lastExpiry) {
-      this.#heapMode = true;
-      this.#list.forEach((w) => {
-        const at = this.#expiry(w);
-        if (at !== Infinity) this.#toHeap(w, at);
-      });
     } else {
-      this.#lastExpiry = expiresAt;
+      queue.add(waiter, now);
     }
-    this.#queuedCost += cost;
-    this.#queuedBytes += bytes;
-    if (deadline !== Infinity) this.#deadlines++;
-    signal?.addEventListener('abort', waiter);
-    // A waiter that never expires cannot need an earlier timer (CoDel's depends on the head).
-    if (expiresAt !== Infinity || this.#codelTargetMs !== Infinity) this.#schedule(now);
     if (this.#events().queue !== undefined) {
-      this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
+      this.#emit('queue', { cost, bytes, queued: queue.size, queuedBytes: queue.queuedBytes });
     }
     // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
     // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
-    if (
-      selector !== undefined &&
-      waiter.slot >= 0 &&
-      this.#fits(cost) &&
-      selector.peek(now) === waiter
-    ) {
-      this.#unqueue(waiter, true, now);
-      if (this.#list.size === 0) this.#clearTimer();
+    if (selective && waiter.slot >= 0 && this.#fits(cost) && queue.selectorPicks(waiter, now)) {
+      queue.take(waiter, now);
+      if (queue.size === 0) queue.clearTimer();
       this.#grant(cost, 0, deadline !== Infinity, now, waiter);
       if (sink !== undefined) return waiter;
-      this.#serve(waiter, now);
+      waiter._granted(now);
     }
     return promise;
   }
 
-  /** Hands a granted waiter's permit to its caller (or starts its `run` task). */
-  #serve(w: Waiter, now: number): void {
-    const settle = w.settle;
-    if (typeof settle !== 'function') {
-      settle._granted(w);
-    } else if (w.task === undefined) {
-      this.#leaks?.track(w);
-      settle(w);
-    } else {
-      this.#runQueued(w, w.task, settle, now);
-    }
+  /** @internal Leak-tracks a permit handed to an `acquire()` caller (a granted {@link PromiseWaiter}). */
+  _track(permit: Permit): void {
+    this.#leaks?.track(permit);
   }
 
   /** A tracked permit was collected without an outcome: release its units and report it. */
   #reclaim(record: TrackedPermit): void {
     const heldMs = Number.isNaN(record.startTime)
       ? Number.NaN
-      : Math.max(0, this.#now() - record.startTime);
+      : Math.max(0, this.#time.now() - record.startTime);
     if (!this.#leakWarned) {
       this.#leakWarned = true;
       const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })
@@ -701,150 +627,40 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#release(record.cost, Number.NaN, 0, 'ignore');
   }
 
-  #toHeap(w: Waiter, expiresAt: number): void {
-    w.extras ??= new WaiterExtras();
-    this.#heap.push(w, expiresAt);
-  }
-
-  /** Clock ms after which `w` leaves the queue (`Infinity`: never by time). */
-  #expiry(w: Waiter): number {
-    const extras = w.extras;
-    const deadline = extras === undefined ? Infinity : extras.deadline;
-    // A plain waiter's times are not even read (each is one more memory access per grant).
-    if (this.#maxQueueWaitMs === Infinity) return deadline;
-    return Math.min(deadline, w.enqueuedAt + this.#maxQueueWaitMs);
-  }
-
   /**
-   * Hands out permits to waiters while capacity allows (strict head of line), dropping expired ones.
+   * Hands out permits to waiters while capacity allows (strict head of line); the queue drops the
+   * expired ones on the way.
    * @param known - the clock, if the caller just read it (`NaN` otherwise).
    */
   #dispatch(known: number): void {
-    const list = this.#list;
-    if (list.size === 0) return;
-    const selector = this.#selector;
-    const timed =
-      ((this.#maxQueueWaitMs !== Infinity || this.#deadlines > 0) &&
-        this.#earliestExpiry() !== Infinity) ||
-      this.#order !== 'fifo' ||
-      this.#codelTargetMs !== Infinity ||
-      selector !== undefined;
-    const now = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
-    const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
-    const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
-    const measured = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
+    const queue = this.#queue;
+    if (queue.size === 0) return;
+    const timed = queue.timed();
+    const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
+    const standing = timed && queue.standing(now);
+    const margin = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
     for (;;) {
-      const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
-      if (w === undefined) break;
-      if (timed) {
-        // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
-        const deadline = w.deadline;
-        if (this.#expiry(w) <= now || (deadline !== Infinity && now + measured > deadline)) {
-          this.#fail(w, 'expired');
-          continue;
-        }
-        if (standing && now - w.enqueuedAt >= this.#codelTargetMs) {
-          this.#fail(w, 'expired');
-          continue;
-        }
-      }
-      if (!this.#fits(w.cost)) break;
-      this.#unqueue(w, true, now);
+      const w = queue.next(now, margin, standing);
+      if (w === undefined || !this.#fits(w.cost)) break;
+      queue.take(w, now);
       this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
-      this.#serve(w, now);
+      w._granted(now);
     }
-    if (list.size === 0) this.#clearTimer();
+    if (queue.size === 0) queue.clearTimer();
   }
 
-  #unqueue(w: Waiter, served: boolean, now: number): void {
-    this.#list.remove(w);
-    if (this.#selector !== undefined) {
-      if (served) this.#selector.served(w, now);
-      else this.#selector.delete(w);
-    }
-    const extras = w.extras;
-    if (extras !== undefined) {
-      if (extras.heapIndex >= 0) this.#heap.remove(w);
-      if (extras.deadline !== Infinity) this.#deadlines--;
-      this.#queuedBytes -= extras.bytes;
-      extras.signal?.removeEventListener('abort', w);
-    }
-    if (this.#list.size === 0) {
-      this.#heapMode = false;
-      this.#lastExpiry = -Infinity;
-    }
-    this.#queuedCost -= w.cost;
-  }
-
-  /** Removes a waiter and rejects its promise. */
+  /** Removes a waiter and refuses it. */
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    this.#unqueue(w, false, 0);
+    this.#queue.remove(w);
+    this.#refuseWaiter(w, reason, cause);
+  }
+
+  /** Refuses a waiter that left the queue. */
+  #refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
     if (reason === 'expired' && this.#events().expire !== undefined) {
-      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#now() - w.enqueuedAt });
+      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#time.now() - w.enqueuedAt });
     }
-    const error = this.#reject(reason, w.cost, cause);
-    const settle = w.settle;
-    if (typeof settle !== 'function') settle._refused(error);
-    else settle(Promise.reject(error));
-  }
-
-  /** The waiter that expires first (it may never expire: check `#earliestExpiry`). */
-  #earliest(): Waiter | undefined {
-    return this.#heapMode ? this.#heap.peek() : this.#list.head;
-  }
-
-  /** When the first waiter expires (`Infinity`: none ever does). */
-  #earliestExpiry(): number {
-    if (this.#heapMode) return this.#heap.peekTime();
-    const head = this.#list.head;
-    return head === undefined ? Infinity : this.#expiry(head);
-  }
-
-  /** Keeps one timer, at the earliest moment a waiter must leave the queue. */
-  #schedule(now: number): void {
-    let at = this.#earliestExpiry();
-    const head = this.#list.head;
-    if (head !== undefined && this.#codelTargetMs !== Infinity) {
-      const standingAt = this.#lastEmptyAt + this.#standingMs;
-      at = Math.min(at, Math.max(standingAt, head.enqueuedAt + this.#codelTargetMs));
-    }
-    if (at === Infinity || at >= this.#timerAt) return;
-    this.#clearTimer();
-    this.#timerAt = at;
-    this.#timerSkew = this.#skew;
-    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - now));
-  }
-
-  readonly #onTimer = (): void => {
-    const due = this.#timerAt;
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    let now = this.#now();
-    if (now < due && this.#skew !== this.#timerSkew) {
-      // The clock jumped back since the timer was set; the timer firing shows that real time
-      // reached its due moment: move the limiter's time there, so waiters leave on time.
-      this.#skew += due - now;
-      now = due;
-    }
-    while (this.#earliestExpiry() <= now) this.#fail(this.#earliest() as Waiter, 'expired');
-    if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {
-      for (
-        let w = this.#list.head;
-        w !== undefined && now - w.enqueuedAt >= this.#codelTargetMs;
-        w = this.#list.head
-      ) {
-        this.#fail(w, 'expired');
-      }
-    }
-    this.#dispatch(now);
-    if (this.#list.size > 0) this.#schedule(now);
-  };
-
-  #clearTimer(): void {
-    if (this.#timer === undefined) return;
-    this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
+    w._refused(this.#reject(reason, w.cost, cause));
   }
 
   #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
@@ -919,7 +735,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
-    const startTime = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
+    const startTime = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     let permit: Permit;
     if (waiter === undefined) {
       permit = new Permit(this, cost, startTime, inflight);
@@ -957,15 +773,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       task,
       signal,
       deadline === Infinity ? Infinity : deadline - now,
-      this.#clock,
+      this.#time.clock,
       this.#runHooks(options),
       resolve,
     );
     return promise;
   }
 
-  /** Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
-  #runQueued(
+  /** @internal Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
+  _startQueued(
     w: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
@@ -978,13 +794,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       runQueued(w, task, taskSignal(task), this.#runHooks(options), resolve);
       return;
     }
-    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#now();
+    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
     runBudgeted(
       w,
       task,
       signal,
       deadline === Infinity ? Infinity : deadline - now,
-      this.#clock,
+      this.#time.clock,
       this.#runHooks(options),
       resolve,
     );
@@ -995,11 +811,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const kind = options?.kind;
     if (estimator === undefined || kind === undefined) return this.#hooks;
     // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
-    const start = this.#now();
+    const start = this.#time.now();
     const bytes = options?.bytes ?? 0;
     return {
       ...this.#hooks,
-      onSettled: () => estimator.observe(kind, Math.max(0, this.#now() - start), bytes),
+      onSettled: () => estimator.observe(kind, Math.max(0, this.#time.now() - start), bytes),
     };
   }
 
@@ -1011,15 +827,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     tenant?: string,
   ): LimitExceededError {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = Math.max(1, this.#inflight + this.#queuedCost + cost - capacity);
+    const units = Math.max(1, this.#inflight + this.#queue.queuedCost + cost - capacity);
     const retryAfterMs = Math.max(0, Math.ceil((units * this.#service()) / Math.max(1, capacity)));
     const message = describeRejection(reason, {
       inflight: this.#inflight,
       capacity,
-      queued: this.#list.size,
+      queued: this.#queue.size,
       maxQueued: this.#maxQueued,
-      queuedCost: this.#queuedCost,
-      queuedBytes: this.#queuedBytes,
+      queuedCost: this.#queue.queuedCost,
+      queuedBytes: this.#queue.queuedBytes,
       maxQueuedBytes: this.#maxQueuedBytes,
       maxCost: this.#maxCost,
       serviceMs: this.#service(),
@@ -1041,7 +857,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const waiters = this.#drained;
     this.#drained = [];
     for (const w of waiters) {
-      if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
+      if (w.timer !== undefined) this.#time.clock.clearTimeout(w.timer);
       w.resolve({ drained: true, permits: 0, inflight: 0 });
     }
   }

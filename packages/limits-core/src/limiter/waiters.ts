@@ -1,0 +1,84 @@
+import type { LimitExceededError } from '../errors/LimitExceededError.js';
+import { Waiter, type WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import type { AcquireSink } from './AcquireSink.js';
+import type { Permit, PermitOwner } from './Permit.js';
+
+/** @internal What a granted {@link PromiseWaiter} needs from its limiter. */
+export interface WaiterHost extends PermitOwner {
+  /** Leak-tracks a permit handed to an `acquire()` caller. */
+  _track(permit: Permit): void;
+  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
+  _startQueued(
+    waiter: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    now: number,
+  ): void;
+}
+
+/**
+ * @internal A queued `acquire()` (no task) or `run()` (with its task): settles the caller's promise.
+ * It keeps only the promise's resolve function (a refusal resolves it with a rejected promise). A
+ * queued run carries its task here and starts it when granted: one promise and no closure per call.
+ */
+export class PromiseWaiter extends Waiter {
+  /** The caller promise's resolve function (called with the permit, the task's result, or a rejection). */
+  readonly resolve: (value: unknown) => void;
+  /** For `run`: the task to start under the permit once granted. */
+  readonly task: ((signal: AbortSignal) => unknown) | undefined;
+
+  constructor(
+    owner: WaiterOwner & PermitOwner,
+    cost: number,
+    enqueuedAt: number,
+    resolve: (value: unknown) => void,
+    extras: WaiterExtras | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
+  ) {
+    super(owner, cost, enqueuedAt, extras);
+    this.resolve = resolve;
+    this.task = task;
+  }
+
+  _granted(now: number): void {
+    // Still the limiter's: it was just granted, nothing has retargeted it yet.
+    const host = this._owner() as WaiterHost;
+    if (this.task === undefined) {
+      host._track(this);
+      this.resolve(this);
+    } else {
+      host._startQueued(this, this.task, this.resolve, now);
+    }
+  }
+
+  _refused(error: LimitExceededError): void {
+    this.resolve(Promise.reject(error));
+  }
+}
+
+/**
+ * @internal A queued `Limiter._acquireFor` request: the outcome goes to the integration's sink
+ * (`_granted(permit)` or `_refused(error)`), which already has a per-call object: no promise.
+ */
+export class SinkWaiter extends Waiter {
+  readonly sink: AcquireSink;
+
+  constructor(
+    owner: WaiterOwner & PermitOwner,
+    cost: number,
+    enqueuedAt: number,
+    sink: AcquireSink,
+    extras: WaiterExtras | undefined,
+  ) {
+    super(owner, cost, enqueuedAt, extras);
+    this.sink = sink;
+  }
+
+  _granted(): void {
+    this.sink._granted(this);
+  }
+
+  _refused(error: LimitExceededError): void {
+    this.sink._refused(error);
+  }
+}
