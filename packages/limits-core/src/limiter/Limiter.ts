@@ -4,50 +4,31 @@ import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
-import {
-  checkKeys,
-  checkNumber,
-  checkSignal,
-  checkString,
-  formatValue,
-} from '../internal/validate.js';
+import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { SelectorEntry, type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
+import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
+import { algorithmName, checkAcquire, validLimit } from './checks.js';
 import { describeRejection } from './describe.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
-import {
-  ACQUIRE_KEYS,
-  type AcquireOptions,
-  type CapacityGate,
-  type CloseOptions,
-  type CloseResult,
-  type LimiterOptions,
-  type LimiterSnapshot,
+import type {
+  AcquireOptions,
+  CapacityGate,
+  CloseOptions,
+  CloseResult,
+  LimiterOptions,
+  LimiterSnapshot,
 } from './options.js';
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
 import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
+import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 import { PromiseWaiter, SinkWaiter, type WaiterHost } from './waiters.js';
-
-/** Weight of a new hold time in the service-time average. */
-const SERVICE_WEIGHT = 1 / 16;
-/**
- * A single hold time counts at most this many times the current service-time estimate: a clock that
- * jumps forward (an injected `Date.now`-style clock) must not set the estimate to hours, while a
- * real slow-down still moves it (by up to ×1.56 per sample, so 10 ms → 5 s in about 14 samples).
- */
-const SERVICE_SAMPLE_CAP = 10;
-
-/** A `close()` caller waiting for the permits in flight. */
-interface CloseWaiter {
-  resolve: (result: CloseResult) => void;
-  timer: unknown;
-}
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -72,7 +53,8 @@ export class Limiter
   readonly #adaptive: boolean;
   readonly #stall: StallDetector | undefined;
   readonly #maxCost: number;
-  readonly #initialServiceMs: number;
+  readonly #service: ServiceTime;
+  readonly #closing: CloseWaiters;
   /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
   readonly #estimator: CostEstimator | undefined;
@@ -84,13 +66,9 @@ export class Limiter
   #capacity: number;
   #inflight = 0;
   #permits = 0;
-  #serviceMs = 0;
-  /** Mean absolute deviation of the hold time (same weight): the margin of deadline checks. */
-  #serviceDevMs = 0;
   #untimed = 0;
   #stalledSamples = 0;
   #closed = false;
-  #drained: CloseWaiter[] = [];
   /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
   #badLimit = false;
   readonly #leaks: LeakTracker | undefined;
@@ -116,7 +94,8 @@ export class Limiter
       (w) => this.#refuseWaiter(w, 'expired'),
       (now) => this.#dispatch(now),
     );
-    this.#initialServiceMs = o.initialServiceMs;
+    this.#service = new ServiceTime(o.initialServiceMs);
+    this.#closing = new CloseWaiters(o.clock);
     this.#adaptive = o.adaptive;
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#estimator = o.estimator;
@@ -191,7 +170,7 @@ export class Limiter
       queuedCost: queue.queuedCost,
       queuedBytes: queue.queuedBytes,
       oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
-      serviceMs: this.#service(),
+      serviceMs: this.#service.estimate(),
       stalledSamples: this.#stalledSamples,
       tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
@@ -316,7 +295,10 @@ export class Limiter
     if (Number.isNaN(now)) now = this.#time.now();
     // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
     // queue ahead cannot start, and the call cannot finish, in time.
-    if (deadline !== Infinity && now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
+    if (
+      deadline !== Infinity &&
+      now + this.#estimateWait(cost) + this.#service.finishMargin() > deadline
+    ) {
       return this.#refuse(sink, 'deadline', cost);
     }
     return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
@@ -385,17 +367,11 @@ export class Limiter
    * @throws (as a rejected promise, before anything changes) TypeError/RangeError for bad options.
    */
   close(options?: CloseOptions): Promise<CloseResult> {
-    let timeoutMs = Infinity;
-    if (options !== undefined) {
-      try {
-        checkKeys('close', options, ['timeoutMs']);
-        timeoutMs = checkNumber('timeoutMs', options.timeoutMs, Infinity, {
-          min: 0,
-          allowInfinity: true,
-        });
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    let timeoutMs: number;
+    try {
+      timeoutMs = closeTimeout(options);
+    } catch (error) {
+      return Promise.reject(error);
     }
     this.#closed = true;
     const queue = this.#queue;
@@ -405,23 +381,11 @@ export class Limiter
       this.#stall?.stop();
       return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
     }
-    return new Promise((resolve) => {
-      const waiter: CloseWaiter = { resolve, timer: undefined };
-      this.#drained.push(waiter);
-      if (timeoutMs === Infinity) return;
-      waiter.timer = this.#time.clock.setTimeout(() => {
-        waiter.timer = undefined;
-        const i = this.#drained.indexOf(waiter);
-        if (i >= 0) this.#drained.splice(i, 1);
-        resolve({ drained: false, permits: this.#permits, inflight: this.#inflight });
-      }, timeoutMs);
-      // The system clock's timers do not hold the process open; a bounded close should (else
-      // `await limiter.close({ timeoutMs })` at the top level ends the process before it resolves).
-      const handle = waiter.timer as { ref?: () => unknown } | null;
-      if (typeof handle === 'object' && handle !== null && typeof handle.ref === 'function') {
-        handle.ref();
-      }
-    });
+    return this.#closing.wait(timeoutMs, () => ({
+      drained: false,
+      permits: this.#permits,
+      inflight: this.#inflight,
+    }));
   }
 
   /** @internal Called by a permit, once. */
@@ -439,16 +403,7 @@ export class Limiter
     const rtt = now - startTime;
     let stalled = false;
     if (timed) {
-      if (this.#serviceMs === 0) {
-        this.#serviceMs = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#initialServiceMs);
-      } else {
-        // A clock jump forward must not set the estimate to hours: one sample counts at most
-        // SERVICE_SAMPLE_CAP times the current estimate.
-        const sample = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#serviceMs);
-        this.#serviceDevMs +=
-          (Math.abs(sample - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
-        this.#serviceMs += (sample - this.#serviceMs) * SERVICE_WEIGHT;
-      }
+      this.#service.observe(rtt);
       if (this.#adaptive && outcome !== 'ignore') {
         stalled = this.#stall?.overlaps(startTime, startTime + rtt) ?? false;
         if (stalled) this.#stalledSamples++;
@@ -457,7 +412,7 @@ export class Limiter
     } else if (outcome === 'dropped' && this.#adaptive) {
       // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
       // service-time estimate (drops are too important to sample away).
-      const service = this.#service();
+      const service = this.#service.estimate();
       this.#feed(this.#time.now() - service, inflight, service, true);
     }
     if (this.#events().release !== undefined) {
@@ -498,23 +453,11 @@ export class Limiter
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
   }
 
-  #service(): number {
-    return this.#serviceMs > 0 ? this.#serviceMs : this.#initialServiceMs;
-  }
-
-  /**
-   * Time a call needs to finish once started, for deadline checks: the mean hold time plus twice its
-   * mean deviation, so a call with just the mean left is not started to finish late half the time.
-   */
-  #finishMargin(): number {
-    return this.#service() + 2 * this.#serviceDevMs;
-  }
-
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
   #estimateWait(cost: number): number {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
     const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, capacity);
+    return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
   }
 
   #enqueue(
@@ -585,7 +528,7 @@ export class Limiter
       if (queue.size === 0) queue.clearTimer();
       this.#grant(cost, 0, deadline !== Infinity, now, waiter);
       if (sink !== undefined) return waiter;
-      waiter._granted(now);
+      waiter._granted(this, now);
     }
     return promise;
   }
@@ -638,13 +581,13 @@ export class Limiter
     const timed = queue.timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && queue.standing(now);
-    const margin = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
+    const margin = timed && this.#service.meanMs > 0 ? this.#service.finishMargin() : 0;
     for (;;) {
       const w = queue.next(now, margin, standing);
       if (w === undefined || !this.#fits(w.cost)) break;
       queue.take(w, now);
       this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
-      w._granted(now);
+      w._granted(this, now);
     }
     if (queue.size === 0) queue.clearTimer();
   }
@@ -828,7 +771,10 @@ export class Limiter
   ): LimitExceededError {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
     const units = Math.max(1, this.#inflight + this.#queue.queuedCost + cost - capacity);
-    const retryAfterMs = Math.max(0, Math.ceil((units * this.#service()) / Math.max(1, capacity)));
+    const retryAfterMs = Math.max(
+      0,
+      Math.ceil((units * this.#service.estimate()) / Math.max(1, capacity)),
+    );
     const message = describeRejection(reason, {
       inflight: this.#inflight,
       capacity,
@@ -838,7 +784,7 @@ export class Limiter
       queuedBytes: this.#queue.queuedBytes,
       maxQueuedBytes: this.#maxQueuedBytes,
       maxCost: this.#maxCost,
-      serviceMs: this.#service(),
+      serviceMs: this.#service.estimate(),
       cost,
       bytes,
       tenant,
@@ -854,12 +800,7 @@ export class Limiter
 
   #finishClose(): void {
     this.#stall?.stop();
-    const waiters = this.#drained;
-    this.#drained = [];
-    for (const w of waiters) {
-      if (w.timer !== undefined) this.#time.clock.clearTimeout(w.timer);
-      w.resolve({ drained: true, permits: 0, inflight: 0 });
-    }
+    this.#closing.finish();
   }
 
   #emit<E extends keyof LimiterEvents>(event: E, payload: Parameters<LimiterEvents[E]>[0]): void {
@@ -883,33 +824,4 @@ export class Limiter
       throw error;
     });
   }
-}
-
-/**
- * Validates acquire options (every path, not only when queueing): unknown keys, types and ranges.
- * @throws TypeError/RangeError naming the option.
- */
-function checkAcquire(where: string, o: AcquireOptions): void {
-  checkKeys(where, o, ACQUIRE_KEYS);
-  checkSignal('signal', o.signal);
-  checkNumber('deadline', o.deadline, 0, { allowInfinity: true });
-  checkNumber('timeout', o.timeout, 0, { min: 0, allowInfinity: true });
-  checkNumber('cost', o.cost, 1, { min: 0, minExclusive: true });
-  checkNumber('bytes', o.bytes, 0, { min: 0 });
-  checkString('tenant', o.tenant);
-  checkString('kind', o.kind);
-  checkNumber('priority', o.priority, 0);
-}
-
-/** A limit an algorithm may give: a number in `[0, Infinity)`. */
-function validLimit(value: unknown): value is number {
-  return typeof value === 'number' && value >= 0 && value < Infinity;
-}
-
-/** The algorithm's class name, for messages. */
-function algorithmName(algorithm: LimitAlgorithm): string {
-  const name = (algorithm as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' && name !== '' && name !== 'Object'
-    ? name
-    : 'a custom algorithm (plain object)';
 }

@@ -40,9 +40,8 @@ export class PromiseWaiter extends Waiter {
     this.task = task;
   }
 
-  _granted(now: number): void {
-    // Still the limiter's: it was just granted, nothing has retargeted it yet.
-    const host = this._owner() as WaiterHost;
+  _granted(by: PermitOwner, now: number): void {
+    const host = by as WaiterHost;
     if (this.task === undefined) {
       host._track(this);
       this.resolve(this);

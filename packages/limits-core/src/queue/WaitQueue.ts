@@ -133,6 +133,12 @@ export class WaitQueue {
    * @param margin - time a call needs to finish once started (0: unknown).
    */
   next(now: number, margin: number, standing: boolean): Waiter | undefined {
+    // Untimed (FIFO, no selector, nothing can expire): the head, in a body small enough to inline.
+    if (!this.#alwaysTimed && Number.isNaN(now)) return this.#list.head;
+    return this.#nextTimed(now, margin, standing);
+  }
+
+  #nextTimed(now: number, margin: number, standing: boolean): Waiter | undefined {
     const list = this.#list;
     const selector = this.#selector;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);

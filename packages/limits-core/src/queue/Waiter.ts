@@ -71,9 +71,10 @@ export abstract class Waiter extends Permit {
   /**
    * The wait ended with a grant: the waiter is now a permit held by its caller (the limiter already
    * counted it). Hand it over: resolve the caller's promise, start the `run` task, or call the sink.
+   * @param by - the limiter that granted it (passed, not read back from the permit: one call less).
    * @param now - the limiter's time if it was read for this grant (`NaN` otherwise).
    */
-  abstract _granted(now: number): void;
+  abstract _granted(by: PermitOwner, now: number): void;
 
   /** The wait ended with a refusal (expired, aborted, closed): tell the caller, once. */
   abstract _refused(error: LimitExceededError): void;
