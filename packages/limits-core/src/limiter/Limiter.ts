@@ -4,6 +4,7 @@ import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
+import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import { SelectorEntry, type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
@@ -25,9 +26,10 @@ import type {
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
+import { runUnderPermit, taskSignal } from './runTask.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
+import { TaskRunner } from './TaskRunner.js';
 import { PromiseWaiter, SinkWaiter, type WaiterHost } from './waiters.js';
 
 /**
@@ -58,7 +60,8 @@ export class Limiter
   /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
   readonly #estimator: CostEstimator | undefined;
-  readonly #hooks: RunHooks;
+  readonly #runner: TaskRunner;
+  readonly #capture = new PromiseCapture();
   readonly #gate: CapacityGate | undefined;
   readonly #sampleEvery: number;
   #sampleCount = 0;
@@ -72,13 +75,6 @@ export class Limiter
   /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
   #badLimit = false;
   readonly #leaks: LeakTracker | undefined;
-  #leakWarned = false;
-  /** The resolve function `#capture` just received (taken at once by `#enqueue`). */
-  #captured: ((value: unknown) => void) | undefined = undefined;
-  readonly #capture = (resolve: (value: unknown) => void): void => {
-    this.#captured = resolve;
-  };
-
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
@@ -124,7 +120,12 @@ export class Limiter
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined
         : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
-    this.#hooks = { classify: o.classify, onError: (e) => this.#reportListenerError(e) };
+    this.#runner = new TaskRunner(
+      this.#time,
+      this.#capture,
+      { classify: o.classify, onError: (e) => this.#reportListenerError(e) },
+      o.estimator,
+    );
   }
 
   /** The algorithm's current limit, as an integer. */
@@ -281,7 +282,7 @@ export class Limiter
         this.#leaks?.track(permit);
         return Promise.resolve(permit);
       }
-      return this.#runWith(permit, task, options, deadline, now);
+      return this.#runner.start(permit, task, options, deadline, now);
     }
     if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
     if (this.#queue.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
@@ -350,7 +351,7 @@ export class Limiter
     }
     if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
-      return runUnderPermit(permit, task, taskSignal(task), this.#hooks);
+      return runUnderPermit(permit, task, taskSignal(task), this.#runner.hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
@@ -490,10 +491,8 @@ export class Limiter
     let waiter: Waiter;
     if (sink === undefined) {
       // One shared executor instead of a closure (and its context) per queued call.
-      promise = new Promise<unknown>(this.#capture);
-      const resolve = this.#captured as (value: unknown) => void;
-      this.#captured = undefined;
-      waiter = new PromiseWaiter(this, cost, now, resolve, extras, task);
+      promise = this.#capture.promise();
+      waiter = new PromiseWaiter(this, cost, now, this.#capture.take(), extras, task);
     } else {
       waiter = new SinkWaiter(this, cost, now, sink, extras);
     }
@@ -538,28 +537,22 @@ export class Limiter
     this.#leaks?.track(permit);
   }
 
+  /** @internal Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
+  _startQueued(
+    w: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    known: number,
+  ): void {
+    this.#runner.startQueued(w, task, resolve, known);
+  }
+
   /** A tracked permit was collected without an outcome: release its units and report it. */
   #reclaim(record: TrackedPermit): void {
     const heldMs = Number.isNaN(record.startTime)
       ? Number.NaN
       : Math.max(0, this.#time.now() - record.startTime);
-    if (!this.#leakWarned) {
-      this.#leakWarned = true;
-      const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })
-        .process?.emitWarning;
-      try {
-        warn?.call(
-          (globalThis as { process?: unknown }).process,
-          'limits: a permit was garbage-collected before success(), dropped() or ignore() was ' +
-            "called; its capacity was reclaimed (released as ignore). Listen to the limiter's " +
-            '"leak" event, or set trackLeaks: "stack" to see where it was acquired. ' +
-            '(Reported once per limiter.)',
-          { code: 'LIMITS_PERMIT_LEAK', type: 'LimitsWarning' },
-        );
-      } catch {
-        // A warning that cannot be emitted must not stop the reclaim.
-      }
-    }
+    record.tracker.warnOnce();
     if (this.#events().leak !== undefined) {
       this.#emit('leak', {
         cost: record.cost,
@@ -691,75 +684,6 @@ export class Limiter
       this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
     }
     return permit;
-  }
-
-  /**
-   * Runs a task admitted at once. With a time budget or a caller signal the task's scope (its own
-   * signal, the deadline timer) is set up by `runBudgeted`; otherwise the plain path.
-   */
-  #runWith(
-    permit: Permit,
-    task: (signal: AbortSignal) => unknown,
-    options: AcquireOptions | undefined,
-    deadline: number,
-    now: number,
-  ): Promise<unknown> {
-    const signal = options?.signal;
-    if (signal === undefined && deadline === Infinity) {
-      return runUnderPermit(permit, task, taskSignal(task), this.#runHooks(options));
-    }
-    const promise = new Promise<unknown>(this.#capture);
-    const resolve = this.#captured as (value: unknown) => void;
-    this.#captured = undefined;
-    runBudgeted(
-      permit,
-      task,
-      signal,
-      deadline === Infinity ? Infinity : deadline - now,
-      this.#time.clock,
-      this.#runHooks(options),
-      resolve,
-    );
-    return promise;
-  }
-
-  /** @internal Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
-  _startQueued(
-    w: Waiter,
-    task: (signal: AbortSignal) => unknown,
-    resolve: (value: unknown) => void,
-    known: number,
-  ): void {
-    const options = w.options as AcquireOptions | undefined;
-    const signal = options?.signal;
-    const deadline = w.deadline;
-    if (signal === undefined && deadline === Infinity) {
-      runQueued(w, task, taskSignal(task), this.#runHooks(options), resolve);
-      return;
-    }
-    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
-    runBudgeted(
-      w,
-      task,
-      signal,
-      deadline === Infinity ? Infinity : deadline - now,
-      this.#time.clock,
-      this.#runHooks(options),
-      resolve,
-    );
-  }
-
-  #runHooks(options: AcquireOptions | undefined): RunHooks {
-    const estimator = this.#estimator;
-    const kind = options?.kind;
-    if (estimator === undefined || kind === undefined) return this.#hooks;
-    // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
-    const start = this.#time.now();
-    const bytes = options?.bytes ?? 0;
-    return {
-      ...this.#hooks,
-      onSettled: () => estimator.observe(kind, Math.max(0, this.#time.now() - start), bytes),
-    };
   }
 
   #reject(
