@@ -13,6 +13,7 @@ import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { algorithmName, checkAcquire, validLimit } from './checks.js';
 import { describeRejection } from './describe.js';
+import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
 import type {
@@ -123,7 +124,7 @@ export class Limiter
     this.#runner = new TaskRunner(
       this.#time,
       this.#capture,
-      { classify: o.classify, onError: (e) => this.#reportListenerError(e) },
+      { classify: o.classify, onError: (e) => reportListenerError(this, e) },
       o.estimator,
     );
   }
@@ -416,8 +417,8 @@ export class Limiter
       const service = this.#service.estimate();
       this.#feed(this.#time.now() - service, inflight, service, true);
     }
-    if (this.#events().release !== undefined) {
-      this.#emit('release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
+    if (listeners(this).release !== undefined) {
+      emitSafely(this, 'release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(cost);
     if (this.#queue.size > 0) this.#dispatch(now);
@@ -431,15 +432,6 @@ export class Limiter
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
     this.#dispatch(Number.NaN);
-  }
-
-  /**
-   * eventemitter3's listener table: `this.#events().release !== undefined` tells whether anyone listens,
-   * with a property read instead of a `listenerCount` call (this runs several times per call). A
-   * method, not a private getter: V8 (Node 20) calls into its runtime for every private accessor read.
-   */
-  #events(): Partial<Record<keyof LimiterEvents, unknown>> {
-    return (this as unknown as { _events: Partial<Record<keyof LimiterEvents, unknown>> })._events;
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
@@ -517,8 +509,13 @@ export class Limiter
     } else {
       queue.add(waiter, now);
     }
-    if (this.#events().queue !== undefined) {
-      this.#emit('queue', { cost, bytes, queued: queue.size, queuedBytes: queue.queuedBytes });
+    if (listeners(this).queue !== undefined) {
+      emitSafely(this, 'queue', {
+        cost,
+        bytes,
+        queued: queue.size,
+        queuedBytes: queue.queuedBytes,
+      });
     }
     // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
     // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
@@ -553,8 +550,8 @@ export class Limiter
       ? Number.NaN
       : Math.max(0, this.#time.now() - record.startTime);
     record.tracker.warnOnce();
-    if (this.#events().leak !== undefined) {
-      this.#emit('leak', {
+    if (listeners(this).leak !== undefined) {
+      emitSafely(this, 'leak', {
         cost: record.cost,
         heldMs,
         ...(record.stack === undefined ? {} : { stack: record.stack }),
@@ -593,8 +590,12 @@ export class Limiter
 
   /** Refuses a waiter that left the queue. */
   #refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    if (reason === 'expired' && this.#events().expire !== undefined) {
-      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#time.now() - w.enqueuedAt });
+    if (reason === 'expired' && listeners(this).expire !== undefined) {
+      emitSafely(this, 'expire', {
+        reason,
+        cost: w.cost,
+        waitedMs: this.#time.now() - w.enqueuedAt,
+      });
     }
     w._refused(this.#reject(reason, w.cost, cause));
   }
@@ -607,7 +608,7 @@ export class Limiter
       // A throwing algorithm (a plug-in's bug) must not strand the release half-way: the permit's
       // capacity is already back and queued waiters still need dispatching. Its error is reported
       // like a listener's ('error' event, else rethrown on a microtask); the limit stays as it was.
-      this.#reportListenerError(error);
+      reportListenerError(this, error);
       return;
     }
     const raw = this.#algorithm.limit;
@@ -616,7 +617,8 @@ export class Limiter
       // last good limit and report it, once until the algorithm gives a good value again.
       if (!this.#badLimit) {
         this.#badLimit = true;
-        this.#reportListenerError(
+        reportListenerError(
+          this,
           new RangeError(
             `limits: the limit algorithm ${algorithmName(this.#algorithm)} gave limit ${formatValue(raw)} after update(); a limit must be a number in [0, Infinity). The limiter keeps its last good limit (${this.#limit}).`,
           ),
@@ -630,9 +632,9 @@ export class Limiter
     const previous = this.#limit;
     this.#limit = next;
     this.#capacity = Math.max(next, this.#probeSlots);
-    if (this.#events().limit !== undefined) {
+    if (listeners(this).limit !== undefined) {
       const decision = this.#algorithm.lastDecision;
-      this.#emit('limit', {
+      emitSafely(this, 'limit', {
         limit: next,
         previous,
         capacity: this.#capacity,
@@ -667,7 +669,7 @@ export class Limiter
         (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
       hasDeadline ||
       (++this.#untimed & 31) === 0 ||
-      this.#events().release !== undefined;
+      listeners(this).release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
@@ -680,8 +682,13 @@ export class Limiter
       permit = waiter;
     }
     if (this.#stall !== undefined && timed) this.#stall.arm();
-    if (this.#events().acquire !== undefined) {
-      this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
+    if (listeners(this).acquire !== undefined) {
+      emitSafely(this, 'acquire', {
+        cost,
+        inflight: this.#inflight,
+        capacity: this.#capacity,
+        waitedMs,
+      });
     }
     return permit;
   }
@@ -718,34 +725,13 @@ export class Limiter
       retryAfterMs,
       ...(cause === undefined ? {} : { cause }),
     });
-    if (this.#events().reject !== undefined) this.#emit('reject', { reason, cost, retryAfterMs });
+    if (listeners(this).reject !== undefined)
+      emitSafely(this, 'reject', { reason, cost, retryAfterMs });
     return error;
   }
 
   #finishClose(): void {
     this.#stall?.stop();
     this.#closing.finish();
-  }
-
-  #emit<E extends keyof LimiterEvents>(event: E, payload: Parameters<LimiterEvents[E]>[0]): void {
-    try {
-      (this.emit as (e: E, p: unknown) => boolean)(event, payload);
-    } catch (error) {
-      this.#reportListenerError(error);
-    }
-  }
-
-  #reportListenerError(error: unknown): void {
-    if (this.#events().error !== undefined) {
-      try {
-        this.emit('error', error);
-        return;
-      } catch {
-        // An error listener that throws is reported like any other listener error.
-      }
-    }
-    queueMicrotask(() => {
-      throw error;
-    });
   }
 }
