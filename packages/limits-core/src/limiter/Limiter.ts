@@ -1,5 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
-import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
+import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
@@ -7,12 +7,17 @@ import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
-import { SelectorEntry, type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import {
+  SelectorEntry,
+  type Waiter,
+  type WaiterExtras,
+  type WaiterOwner,
+} from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { algorithmName, checkAcquire, validLimit } from './checks.js';
-import { describeRejection } from './describe.js';
+import { rejection } from './describe.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
@@ -31,7 +36,7 @@ import { runUnderPermit, taskSignal } from './runTask.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 import { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, SinkWaiter, type WaiterHost } from './waiters.js';
+import { PromiseWaiter, SinkWaiter, type WaiterHost, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -463,22 +468,8 @@ export class Limiter
     sink: AcquireSink | undefined,
   ): unknown {
     const queue = this.#queue;
-    const signal = options?.signal;
     const selective = queue.selector !== undefined;
-    let extras: WaiterExtras | undefined;
-    if (
-      bytes !== 0 ||
-      deadline !== Infinity ||
-      signal !== undefined ||
-      selective ||
-      (task !== undefined && options !== undefined)
-    ) {
-      extras = new WaiterExtras();
-      extras.bytes = bytes;
-      extras.deadline = deadline;
-      extras.signal = signal;
-      if (task !== undefined) extras.options = options;
-    }
+    const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
     let promise: Promise<unknown> | undefined;
     let waiter: Waiter;
     if (sink === undefined) {
@@ -700,33 +691,29 @@ export class Limiter
     bytes = 0,
     tenant?: string,
   ): LimitExceededError {
-    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = Math.max(1, this.#inflight + this.#queue.queuedCost + cost - capacity);
-    const retryAfterMs = Math.max(
-      0,
-      Math.ceil((units * this.#service.estimate()) / Math.max(1, capacity)),
-    );
-    const message = describeRejection(reason, {
-      inflight: this.#inflight,
-      capacity,
-      queued: this.#queue.size,
-      maxQueued: this.#maxQueued,
-      queuedCost: this.#queue.queuedCost,
-      queuedBytes: this.#queue.queuedBytes,
-      maxQueuedBytes: this.#maxQueuedBytes,
-      maxCost: this.#maxCost,
-      serviceMs: this.#service.estimate(),
-      cost,
-      bytes,
-      tenant,
-    });
-    const error = new LimitExceededError(`limits: ${message}`, {
+    const queue = this.#queue;
+    const error = rejection(
       reason,
-      retryAfterMs,
-      ...(cause === undefined ? {} : { cause }),
-    });
-    if (listeners(this).reject !== undefined)
-      emitSafely(this, 'reject', { reason, cost, retryAfterMs });
+      {
+        inflight: this.#inflight,
+        capacity: this.#gate?.capacity() ?? this.#capacity, // h-part: gate hook (issue 9, finding 5)
+        queued: queue.size,
+        maxQueued: this.#maxQueued,
+        queuedCost: queue.queuedCost,
+        queuedBytes: queue.queuedBytes,
+        maxQueuedBytes: this.#maxQueuedBytes,
+        maxCost: this.#maxCost,
+        serviceMs: this.#service.estimate(),
+        cost,
+        bytes,
+        tenant,
+      },
+      cause,
+    );
+    if (listeners(this).reject !== undefined) {
+      // `rejection()` always sets it.
+      emitSafely(this, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
+    }
     return error;
   }
 

@@ -1,6 +1,7 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
-import { Waiter, type WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import { Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import type { AcquireSink } from './AcquireSink.js';
+import type { AcquireOptions } from './options.js';
 import type { Permit, PermitOwner } from './Permit.js';
 
 /** @internal What a granted {@link PromiseWaiter} needs from its limiter. */
@@ -80,4 +81,33 @@ export class SinkWaiter extends Waiter {
   _refused(error: LimitExceededError): void {
     this.sink._refused(error);
   }
+}
+
+/**
+ * @internal What a queued request carries beyond its cost and arrival time ({@link WaiterExtras}), or
+ * `undefined` for a plain one (no bytes, deadline, signal, selector or `run` options): most requests.
+ */
+export function waiterExtras(
+  bytes: number,
+  deadline: number,
+  options: AcquireOptions | undefined,
+  run: boolean,
+  selective: boolean,
+): WaiterExtras | undefined {
+  const signal = options?.signal;
+  if (
+    bytes === 0 &&
+    deadline === Infinity &&
+    signal === undefined &&
+    !selective &&
+    !(run && options !== undefined)
+  ) {
+    return undefined;
+  }
+  const extras = new WaiterExtras();
+  extras.bytes = bytes;
+  extras.deadline = deadline;
+  extras.signal = signal;
+  if (run) extras.options = options;
+  return extras;
 }
