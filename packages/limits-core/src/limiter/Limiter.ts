@@ -1,26 +1,20 @@
 import { EventEmitter } from 'eventemitter3';
 import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
-import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
-import type { Clock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
-import {
-  SelectorEntry,
-  type Waiter,
-  type WaiterExtras,
-  type WaiterOwner,
-} from '../queue/Waiter.js';
+import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
-import { algorithmName, checkAcquire, validLimit } from './checks.js';
+import { checkAcquire } from './checks.js';
 import { rejection } from './describe.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
+import { LimitFeed } from './LimitFeed.js';
 import type {
   AcquireOptions,
   CapacityGate,
@@ -33,8 +27,6 @@ import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
 import { runUnderPermit, taskSignal } from './runTask.js';
-import { ServiceTime } from './ServiceTime.js';
-import { StallDetector } from './StallDetector.js';
 import { TaskRunner } from './TaskRunner.js';
 import { PromiseWaiter, SinkWaiter, type WaiterHost, waiterExtras } from './waiters.js';
 
@@ -53,39 +45,28 @@ export class Limiter
   extends EventEmitter<LimiterEvents>
   implements PermitOwner, WaiterOwner, WaiterHost
 {
-  readonly #algorithm: LimitAlgorithm;
   readonly #probeSlots: number;
+  /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
+  readonly #feed: LimitFeed;
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
   readonly #time: MonotonicTime;
-  readonly #adaptive: boolean;
-  readonly #stall: StallDetector | undefined;
   readonly #maxCost: number;
-  readonly #service: ServiceTime;
   readonly #closing: CloseWaiters;
   /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
-  readonly #estimator: CostEstimator | undefined;
   readonly #runner: TaskRunner;
   readonly #capture = new PromiseCapture();
   readonly #gate: CapacityGate | undefined;
-  readonly #sampleEvery: number;
-  #sampleCount = 0;
-  #limit: number;
   #capacity: number;
   #inflight = 0;
   #permits = 0;
-  #untimed = 0;
-  #stalledSamples = 0;
   #closed = false;
-  /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
-  #badLimit = false;
   readonly #leaks: LeakTracker | undefined;
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
     const o = resolveOptions(options);
-    this.#algorithm = o.algorithm;
     this.#probeSlots = o.probeSlots;
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
@@ -96,32 +77,17 @@ export class Limiter
       (w) => this.#refuseWaiter(w, 'expired'),
       (now) => this.#dispatch(now),
     );
-    this.#service = new ServiceTime(o.initialServiceMs);
     this.#closing = new CloseWaiters(o.clock);
-    this.#adaptive = o.adaptive;
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
-    this.#estimator = o.estimator;
     this.#gate = o.gate;
-    this.#sampleEvery = o.sampleEvery;
-    if (o.adaptive && o.stallThresholdMs !== Infinity) {
-      const clock = o.clock;
-      // The detector sees the limiter's (monotonic) time, as the permits' start times do.
-      const time: Clock = {
-        now: () => this.#time.now(),
-        setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-        clearTimeout: (handle) => clock.clearTimeout(handle),
-      };
-      this.#stall = new StallDetector(time, o.stallThresholdMs, () => this.#permits > 0);
-    }
-    const initial = o.algorithm.limit;
-    if (!validLimit(initial)) {
-      const message = `limits: option "limit" must be a number ≥ 0 or a LimitAlgorithm whose limit is a number in [0, Infinity), got ${algorithmName(o.algorithm)} with limit ${formatValue(initial)}`;
-      throw typeof initial === 'number' && !Number.isNaN(initial)
-        ? new RangeError(message)
-        : new TypeError(message);
-    }
-    this.#limit = Math.floor(initial);
-    this.#capacity = Math.max(this.#limit, o.probeSlots);
+    this.#feed = new LimitFeed(
+      o,
+      this.#time,
+      () => this.#permits > 0,
+      (previous, sample) => this.#limitChanged(previous, sample),
+      (error) => reportListenerError(this, error),
+    );
+    this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
     this.#leaks =
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined
@@ -136,7 +102,7 @@ export class Limiter
 
   /** The algorithm's current limit, as an integer. */
   get limit(): number {
-    return this.#limit;
+    return this.#feed.limit;
   }
 
   /** Units that may be in flight: `max(limit, probeSlots)`. */
@@ -161,7 +127,7 @@ export class Limiter
 
   /** The limit algorithm. */
   get algorithm(): LimitAlgorithm {
-    return this.#algorithm;
+    return this.#feed.algorithm;
   }
 
   /** A point-in-time view of the counters. */
@@ -169,7 +135,7 @@ export class Limiter
     const queue = this.#queue;
     const head = queue.head;
     return {
-      limit: this.#limit,
+      limit: this.#feed.limit,
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
@@ -177,8 +143,8 @@ export class Limiter
       queuedCost: queue.queuedCost,
       queuedBytes: queue.queuedBytes,
       oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
-      serviceMs: this.#service.estimate(),
-      stalledSamples: this.#stalledSamples,
+      serviceMs: this.#feed.service.estimate(),
+      stalledSamples: this.#feed.stalledSamples,
       tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
@@ -304,7 +270,7 @@ export class Limiter
     // queue ahead cannot start, and the call cannot finish, in time.
     if (
       deadline !== Infinity &&
-      now + this.#estimateWait(cost) + this.#service.finishMargin() > deadline
+      now + this.#estimateWait(cost) + this.#feed.service.finishMargin() > deadline
     ) {
       return this.#refuse(sink, 'deadline', cost);
     }
@@ -385,7 +351,7 @@ export class Limiter
     for (let w = queue.head; w !== undefined; w = queue.head) this.#fail(w, 'closed');
     queue.clearTimer();
     if (this.#permits === 0) {
-      this.#stall?.stop();
+      this.#feed.stall?.stop();
       return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
     }
     return this.#closing.wait(timeoutMs, () => ({
@@ -408,20 +374,7 @@ export class Limiter
     const now = timed ? this.#time.now() : Number.NaN;
     // Never negative: the limiter's time does not go backwards.
     const rtt = now - startTime;
-    let stalled = false;
-    if (timed) {
-      this.#service.observe(rtt);
-      if (this.#adaptive && outcome !== 'ignore') {
-        stalled = this.#stall?.overlaps(startTime, startTime + rtt) ?? false;
-        if (stalled) this.#stalledSamples++;
-        else this.#feed(startTime, inflight, rtt, outcome === 'dropped');
-      }
-    } else if (outcome === 'dropped' && this.#adaptive) {
-      // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
-      // service-time estimate (drops are too important to sample away).
-      const service = this.#service.estimate();
-      this.#feed(this.#time.now() - service, inflight, service, true);
-    }
+    const stalled = this.#feed.released(startTime, inflight, rtt, outcome);
     if (listeners(this).release !== undefined) {
       emitSafely(this, 'release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
@@ -455,7 +408,7 @@ export class Limiter
   #estimateWait(cost: number): number {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
     const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
+    return units <= 0 ? 0 : (units * this.#feed.service.estimate()) / Math.max(1, capacity);
   }
 
   #enqueue(
@@ -479,26 +432,13 @@ export class Limiter
     } else {
       waiter = new SinkWaiter(this, cost, now, sink, extras);
     }
-    if (selective) {
-      // Everything that can throw (a user's estimator, a fairness quantum function) runs before the
-      // limiter's own state changes: a refused waiter must leave nothing behind.
-      try {
-        (extras as WaiterExtras).sel = new SelectorEntry(
-          waiter,
-          options?.tenant,
-          options?.priority ?? 0,
-          this.#estimator === undefined
-            ? cost
-            : this.#estimator.estimate(options?.kind ?? '', bytes),
-        );
-        queue.add(waiter, now);
-      } catch (error) {
-        if (sink !== undefined) throw error;
-        (waiter as PromiseWaiter).resolve(Promise.reject(error));
-        return promise;
-      }
-    } else {
-      queue.add(waiter, now);
+    try {
+      queue.add(waiter, now, options);
+    } catch (error) {
+      // Nothing changed (a user's estimator or fairness quantum function threw).
+      if (sink !== undefined) throw error;
+      (waiter as PromiseWaiter).resolve(Promise.reject(error));
+      return promise;
     }
     if (listeners(this).queue !== undefined) {
       emitSafely(this, 'queue', {
@@ -562,7 +502,7 @@ export class Limiter
     const timed = queue.timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && queue.standing(now);
-    const margin = timed && this.#service.meanMs > 0 ? this.#service.finishMargin() : 0;
+    const margin = timed && this.#feed.service.meanMs > 0 ? this.#feed.service.finishMargin() : 0;
     for (;;) {
       const w = queue.next(now, margin, standing);
       if (w === undefined || !this.#fits(w.cost)) break;
@@ -591,40 +531,12 @@ export class Limiter
     w._refused(this.#reject(reason, w.cost, cause));
   }
 
-  #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
-    const sample: Sample = { startTime, rtt, inflight, dropped };
-    try {
-      this.#algorithm.update(sample);
-    } catch (error) {
-      // A throwing algorithm (a plug-in's bug) must not strand the release half-way: the permit's
-      // capacity is already back and queued waiters still need dispatching. Its error is reported
-      // like a listener's ('error' event, else rethrown on a microtask); the limit stays as it was.
-      reportListenerError(this, error);
-      return;
-    }
-    const raw = this.#algorithm.limit;
-    if (!validLimit(raw)) {
-      // A plug-in's bad value must not become the capacity (NaN would stop every grant): keep the
-      // last good limit and report it, once until the algorithm gives a good value again.
-      if (!this.#badLimit) {
-        this.#badLimit = true;
-        reportListenerError(
-          this,
-          new RangeError(
-            `limits: the limit algorithm ${algorithmName(this.#algorithm)} gave limit ${formatValue(raw)} after update(); a limit must be a number in [0, Infinity). The limiter keeps its last good limit (${this.#limit}).`,
-          ),
-        );
-      }
-      return;
-    }
-    this.#badLimit = false;
-    const next = Math.floor(raw);
-    if (next === this.#limit) return;
-    const previous = this.#limit;
-    this.#limit = next;
+  /** The algorithm's limit changed (to `#feed.limit`): the capacity follows. */
+  #limitChanged(previous: number, sample: Sample): void {
+    const next = this.#feed.limit;
     this.#capacity = Math.max(next, this.#probeSlots);
     if (listeners(this).limit !== undefined) {
-      const decision = this.#algorithm.lastDecision;
+      const decision = this.#feed.algorithm.lastDecision;
       emitSafely(this, 'limit', {
         limit: next,
         previous,
@@ -651,16 +563,8 @@ export class Limiter
   ): Permit {
     this.#inflight += cost;
     this.#permits++;
-    // Adaptive algorithms need every call timed (or one in `sampleEvery`), and so do calls with a
-    // deadline (deadline checks
-    // rely on the service-time estimate); otherwise one call in 32 keeps that estimate (queue
-    // admission, retryAfterMs) current without a clock read per call.
-    const timed =
-      (this.#adaptive &&
-        (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
-      hasDeadline ||
-      (++this.#untimed & 31) === 0 ||
-      listeners(this).release !== undefined;
+    // Timed: see LimitFeed.timed; and every call while someone listens to 'release' (it reports rtt).
+    const timed = this.#feed.timed(hasDeadline) || listeners(this).release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
@@ -672,7 +576,7 @@ export class Limiter
       waiter.granted(startTime, inflight);
       permit = waiter;
     }
-    if (this.#stall !== undefined && timed) this.#stall.arm();
+    if (timed) this.#feed.stall?.arm();
     if (listeners(this).acquire !== undefined) {
       emitSafely(this, 'acquire', {
         cost,
@@ -703,7 +607,7 @@ export class Limiter
         queuedBytes: queue.queuedBytes,
         maxQueuedBytes: this.#maxQueuedBytes,
         maxCost: this.#maxCost,
-        serviceMs: this.#service.estimate(),
+        serviceMs: this.#feed.service.estimate(),
         cost,
         bytes,
         tenant,
@@ -718,7 +622,7 @@ export class Limiter
   }
 
   #finishClose(): void {
-    this.#stall?.stop();
+    this.#feed.stall?.stop();
     this.#closing.finish();
   }
 }

@@ -17,3 +17,18 @@ export interface Selector {
   /** Refuses a waiter before it is queued (e.g. a per-tenant cap); returns a reason or undefined. */
   refuse(tenant: string | undefined): string | undefined;
 }
+
+/** @internal The keys of a request that a selector orders by (from its acquire options). */
+export interface SelectorKeys {
+  /** Tenant key (fair queueing). */
+  tenant?: string | undefined;
+  /** Base priority (priority queueing). */
+  priority?: number | undefined;
+  /** Kind of call, for the cost estimator (fair queueing). */
+  kind?: string | undefined;
+}
+
+/** @internal Estimates what fair queueing charges a request (a `CostEstimator`, as the queue sees it). */
+export interface ChargeEstimator {
+  estimate(kind: string, bytes: number): number;
+}

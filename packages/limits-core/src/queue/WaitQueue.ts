@@ -1,7 +1,7 @@
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { ExpiryHeap } from './ExpiryHeap.js';
-import type { Selector } from './Selector.js';
-import { type Waiter, WaiterExtras } from './Waiter.js';
+import type { ChargeEstimator, Selector, SelectorKeys } from './Selector.js';
+import { SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
 import { WaiterList } from './WaiterList.js';
 
 /** @internal How a {@link WaitQueue} orders and bounds its waiters (resolved limiter options). */
@@ -16,6 +16,8 @@ export interface WaitQueueOptions {
   codelTargetMs: number;
   /** Fair or priority queueing: chooses who is served next (the list keeps arrival order). */
   selector: Selector | undefined;
+  /** What fair queueing charges a request (`undefined`: its cost). */
+  estimator: ChargeEstimator | undefined;
 }
 
 /**
@@ -37,6 +39,7 @@ export class WaitQueue {
   readonly #standingMs: number;
   readonly #codelTargetMs: number;
   readonly #selector: Selector | undefined;
+  readonly #estimator: ChargeEstimator | undefined;
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
   readonly #onExpired: (w: Waiter) => void;
@@ -73,6 +76,7 @@ export class WaitQueue {
     this.#standingMs = options.standingMs;
     this.#codelTargetMs = options.codelTargetMs;
     this.#selector = options.selector;
+    this.#estimator = options.estimator;
     this.#alwaysTimed =
       options.order !== 'fifo' ||
       options.codelTargetMs !== Infinity ||
@@ -160,12 +164,26 @@ export class WaitQueue {
   }
 
   /**
-   * Adds a waiter (its selector entry, if any, already on its extras) and sets the timer if it may
-   * have to leave earlier than the timer fires.
-   * @throws what the selector throws (a fairness quantum function), before anything changes.
+   * Adds a waiter (with a selector, it must have extras) and sets the timer if it may have to leave
+   * earlier than the timer fires.
+   * @param keys - what the selector orders by (tenant, priority, kind).
+   * @throws what a user's estimator or fairness quantum function throws, before anything changes.
    */
-  add(w: Waiter, now: number): void {
-    this.#selector?.add(w);
+  add(w: Waiter, now: number, keys: SelectorKeys | undefined): void {
+    const selector = this.#selector;
+    if (selector !== undefined) {
+      // Everything that can throw (a user's estimator, a fairness quantum function) runs first: a
+      // refused waiter must leave nothing behind.
+      const extras = w.extras as WaiterExtras;
+      const estimator = this.#estimator;
+      extras.sel = new SelectorEntry(
+        w,
+        keys?.tenant,
+        keys?.priority ?? 0,
+        estimator === undefined ? w.cost : estimator.estimate(keys?.kind ?? '', extras.bytes),
+      );
+      selector.add(w);
+    }
     const list = this.#list;
     if (list.size === 0) this.#lastEmptyAt = now;
     list.push(w);
