@@ -6,7 +6,7 @@ import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
-import { WaitQueue } from '../queue/WaitQueue.js';
+import { WaitQueue, type WaitQueueHost } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
@@ -43,7 +43,7 @@ import { PromiseWaiter, SinkWaiter, type WaiterHost, waiterExtras } from './wait
  */
 export class Limiter
   extends EventEmitter<LimiterEvents>
-  implements PermitOwner, WaiterOwner, WaiterHost
+  implements PermitOwner, WaiterOwner, WaiterHost, WaitQueueHost
 {
   readonly #probeSlots: number;
   /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
@@ -71,12 +71,7 @@ export class Limiter
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
     this.#time = new MonotonicTime(o.clock);
-    this.#queue = new WaitQueue(
-      o,
-      this.#time,
-      (w) => this.#refuseWaiter(w, 'expired'),
-      (now) => this.#dispatch(now),
-    );
+    this.#queue = new WaitQueue(o, this.#time, this);
     this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
@@ -379,7 +374,7 @@ export class Limiter
       emitSafely(this, 'release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(cost);
-    if (this.#queue.size > 0) this.#dispatch(now);
+    if (this.#queue.size > 0) this.#queue.dispatch(now);
     this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
@@ -389,12 +384,12 @@ export class Limiter
     if (!this.#queue.has(waiter)) return;
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
-    this.#dispatch(Number.NaN);
+    this.#queue.dispatch(Number.NaN);
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
   _dispatch(): void {
-    if (this.#queue.size > 0) this.#dispatch(Number.NaN);
+    if (this.#queue.size > 0) this.#queue.dispatch(Number.NaN);
   }
 
   #fits(cost: number): boolean {
@@ -491,26 +486,27 @@ export class Limiter
     this.#release(record.cost, Number.NaN, 0, 'ignore');
   }
 
-  /**
-   * Hands out permits to waiters while capacity allows (strict head of line); the queue drops the
-   * expired ones on the way.
-   * @param known - the clock, if the caller just read it (`NaN` otherwise).
-   */
-  #dispatch(known: number): void {
-    const queue = this.#queue;
-    if (queue.size === 0) return;
-    const timed = queue.timed();
-    const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
-    const standing = timed && queue.standing(now);
-    const margin = timed && this.#feed.service.meanMs > 0 ? this.#feed.service.finishMargin() : 0;
-    for (;;) {
-      const w = queue.next(now, margin, standing);
-      if (w === undefined || !this.#fits(w.cost)) break;
-      queue.take(w, now);
-      this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
-      w._granted(this, now);
-    }
-    if (queue.size === 0) queue.clearTimer();
+  /** @internal {@link WaitQueueHost}: whether `cost` units fit now. */
+  _queueFits(cost: number): boolean {
+    return this.#fits(cost);
+  }
+
+  /** @internal {@link WaitQueueHost}: the margin of deadline checks (0 until a call was timed). */
+  _queueMargin(): number {
+    const service = this.#feed.service;
+    return service.meanMs > 0 ? service.finishMargin() : 0;
+  }
+
+  /** @internal {@link WaitQueueHost}: grants a waiter the queue just took out and hands it over. */
+  _queueGrant(w: Waiter, now: number): void {
+    // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
+    this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
+    w._granted(this, now);
+  }
+
+  /** @internal {@link WaitQueueHost}: refuses a waiter that left the queue by time. */
+  _queueExpired(w: Waiter): void {
+    this.#refuseWaiter(w, 'expired');
   }
 
   /** Removes a waiter and refuses it. */

@@ -21,14 +21,32 @@ export interface WaitQueueOptions {
 }
 
 /**
+ * @internal What the wait queue needs from its limiter while serving: whether a waiter fits, the
+ * margin of deadline checks, granting, and refusing a waiter that left by time.
+ */
+export interface WaitQueueHost {
+  /** Whether `cost` units fit now. */
+  _queueFits(cost: number): boolean;
+  /** Time a call needs to finish once started, for deadline checks (0: not measured yet). */
+  _queueMargin(): number;
+  /**
+   * Grants `w`, already out of the queue, and hands it over (`w._granted`).
+   * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
+   *   measured).
+   */
+  _queueGrant(w: Waiter, now: number): void;
+  /** Refuses `w`, which left the queue by time (expired, past its deadline, CoDel). */
+  _queueExpired(w: Waiter): void;
+}
+
+/**
  * @internal The limiter's wait queue: the {@link Waiter}s in arrival order, their expiry (one timer on
  * the limiter's clock, at the earliest moment a waiter must leave), the order policy (FIFO, LIFO,
  * adaptive, CoDel) and the selector (fair or priority queueing). It decides who is next and who must
- * leave by time; the limiter decides whether the next one fits, grants it and refuses the others.
- *
- * A waiter that must leave by time (expired, past its deadline, CoDel) is removed and handed to
- * `onExpired`, which refuses it; the timer then calls `onTimer` so that the limiter serves whoever
- * now fits. Counters: `size`, `queuedCost`, `queuedBytes`.
+ * leave by time; the limiter (the {@link WaitQueueHost}) says whether the next one fits, grants it and refuses
+ * the others. {@link dispatch} serves waiters in order while they fit (strict head of line); a
+ * waiter that must leave by time (expired, past its deadline, CoDel) is removed and handed to
+ * `_queueExpired` on the way, and when the timer fires. Counters: `size`, `queuedCost`, `queuedBytes`.
  */
 export class WaitQueue {
   readonly #list = new WaiterList();
@@ -42,8 +60,7 @@ export class WaitQueue {
   readonly #estimator: ChargeEstimator | undefined;
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
-  readonly #onExpired: (w: Waiter) => void;
-  readonly #onTimer: (now: number) => void;
+  readonly #host: WaitQueueHost;
   /**
    * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
    * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
@@ -64,12 +81,7 @@ export class WaitQueue {
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
-  constructor(
-    options: WaitQueueOptions,
-    time: MonotonicTime,
-    onExpired: (w: Waiter) => void,
-    onTimer: (now: number) => void,
-  ) {
+  constructor(options: WaitQueueOptions, time: MonotonicTime, host: WaitQueueHost) {
     this.#time = time;
     this.#maxQueueWaitMs = options.maxQueueWaitMs;
     this.#order = options.order;
@@ -81,8 +93,7 @@ export class WaitQueue {
       options.order !== 'fifo' ||
       options.codelTargetMs !== Infinity ||
       options.selector !== undefined;
-    this.#onExpired = onExpired;
-    this.#onTimer = onTimer;
+    this.#host = host;
   }
 
   /** Waiters in the queue. */
@@ -115,8 +126,30 @@ export class WaitQueue {
     return this.#order === 'lifo' || this.#time.now() - this.#lastEmptyAt >= this.#standingMs;
   }
 
+  /**
+   * Serves waiters while they fit (strict head of line), dropping on the way those that must leave.
+   * The loop lives here, with the queue's own fields, so that serving a waiter costs the limiter
+   * only its `_queueFits` and `_queueGrant` calls (this runs once per waiter when a queue drains).
+   * @param known - the limiter's time, if the caller just read it (`NaN` otherwise).
+   */
+  dispatch(known: number): void {
+    if (this.#list.size === 0) return;
+    const host = this.#host;
+    const timed = this.#timed();
+    const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
+    const standing = timed && this.standing(now);
+    const margin = timed ? host._queueMargin() : 0;
+    for (;;) {
+      const w = this.#next(now, margin, standing);
+      if (w === undefined || !host._queueFits(w.cost)) break;
+      this.#unqueue(w, true, now);
+      host._queueGrant(w, now);
+    }
+    if (this.#list.size === 0) this.clearTimer();
+  }
+
   /** Whether choosing the next waiter needs the time (something may expire, or the order depends on it). */
-  timed(): boolean {
+  #timed(): boolean {
     return (
       ((this.#maxQueueWaitMs !== Infinity || this.#deadlines > 0) &&
         this.#earliestExpiry() !== Infinity) ||
@@ -132,35 +165,39 @@ export class WaitQueue {
   /**
    * The waiter to serve next (strict head of line), after removing every one that must leave first:
    * expired, unable to finish by its deadline (`now + margin` past it), or CoDel's while `standing`.
-   * It stays queued until {@link take}.
-   * @param now - the limiter's time, or `NaN` when {@link timed} said the choice does not need it.
+   * It stays queued until served.
+   * @param now - the limiter's time, or `NaN` when the choice does not need it (see `#timed`).
    * @param margin - time a call needs to finish once started (0: unknown).
    */
-  next(now: number, margin: number, standing: boolean): Waiter | undefined {
-    // Untimed (FIFO, no selector, nothing can expire): the head, in a body small enough to inline.
-    if (!this.#alwaysTimed && Number.isNaN(now)) return this.#list.head;
-    return this.#nextTimed(now, margin, standing);
-  }
-
-  #nextTimed(now: number, margin: number, standing: boolean): Waiter | undefined {
+  #next(now: number, margin: number, standing: boolean): Waiter | undefined {
     const list = this.#list;
+    // Untimed (FIFO, no selector, nothing can expire): the head.
+    if (!this.#alwaysTimed && Number.isNaN(now)) return list.head;
     const selector = this.#selector;
     const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
     for (;;) {
       const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
-      if (w === undefined || Number.isNaN(now)) return w;
-      // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
-      const deadline = w.deadline;
-      if (
-        this.#expiry(w) <= now ||
-        (deadline !== Infinity && now + margin > deadline) ||
-        (standing && now - w.enqueuedAt >= this.#codelTargetMs)
-      ) {
-        this.#expire(w);
-        continue;
+      if (w === undefined || Number.isNaN(now) || !this.#mustLeave(w, now, margin, standing)) {
+        return w;
       }
-      return w;
+      this.#expire(w);
     }
+  }
+
+  /**
+   * Whether `w` must leave instead of being served at `now`: expired, unable to finish by its
+   * deadline, or CoDel's (`standing`). Never hand a permit to a waiter that can no longer finish.
+   */
+  #mustLeave(w: Waiter, now: number, margin: number, standing: boolean): boolean {
+    const extras = w.extras;
+    if (extras !== undefined) {
+      const deadline = extras.deadline;
+      if (deadline !== Infinity && (deadline <= now || now + margin > deadline)) return true;
+    }
+    return (
+      w.enqueuedAt + this.#maxQueueWaitMs <= now ||
+      (standing && now - w.enqueuedAt >= this.#codelTargetMs)
+    );
   }
 
   /**
@@ -215,7 +252,7 @@ export class WaitQueue {
     return this.#selector?.peek(now) === w;
   }
 
-  /** Removes a waiter that is being served (the one {@link next} returned). */
+  /** Removes a waiter that is being served (the newcomer the selector put first). */
   take(w: Waiter, now: number): void {
     this.#unqueue(w, true, now);
   }
@@ -253,10 +290,10 @@ export class WaitQueue {
     this.queuedCost -= w.cost;
   }
 
-  /** Removes a waiter that must leave by time and hands it to `onExpired`. */
+  /** Removes a waiter that must leave by time and hands it to the host to refuse. */
   #expire(w: Waiter): void {
     this.#unqueue(w, false, 0);
-    this.#onExpired(w);
+    this.#host._queueExpired(w);
   }
 
   #toHeap(w: Waiter, expiresAt: number): void {
@@ -322,7 +359,7 @@ export class WaitQueue {
         this.#expire(w);
       }
     }
-    this.#onTimer(now);
+    this.dispatch(now);
     if (this.#list.size > 0) this.#schedule(now);
   };
 }
