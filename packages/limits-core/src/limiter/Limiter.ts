@@ -6,7 +6,7 @@ import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
-import { WaitQueue, type WaitQueueHost } from '../queue/WaitQueue.js';
+import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
@@ -28,7 +28,7 @@ import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
 import { runUnderPermit, taskSignal } from './runTask.js';
 import { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, SinkWaiter, type WaiterHost, waiterExtras } from './waiters.js';
+import { PromiseWaiter, SinkWaiter, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -41,10 +41,7 @@ import { PromiseWaiter, SinkWaiter, type WaiterHost, waiterExtras } from './wait
  * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeout: 1000 });
  * ```
  */
-export class Limiter
-  extends EventEmitter<LimiterEvents>
-  implements PermitOwner, WaiterOwner, WaiterHost, WaitQueueHost
-{
+export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
   readonly #probeSlots: number;
   /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
   readonly #feed: LimitFeed;
@@ -71,7 +68,19 @@ export class Limiter
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
     this.#time = new MonotonicTime(o.clock);
-    this.#queue = new WaitQueue(o, this.#time, this);
+    this.#queue = new WaitQueue(o, this.#time, {
+      fits: (cost) => this.#fits(cost),
+      margin: () => {
+        const service = this.#feed.service;
+        return service.meanMs > 0 ? service.finishMargin() : 0;
+      },
+      grant: (w, now) => {
+        // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
+        this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
+        w._granted(this.#runner, now);
+      },
+      expired: (w) => this.#refuseWaiter(w, 'expired'),
+    });
     this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
@@ -92,6 +101,7 @@ export class Limiter
       this.#capture,
       { classify: o.classify, onError: (e) => reportListenerError(this, e) },
       o.estimator,
+      this.#leaks,
     );
   }
 
@@ -450,24 +460,9 @@ export class Limiter
       if (queue.size === 0) queue.clearTimer();
       this.#grant(cost, 0, deadline !== Infinity, now, waiter);
       if (sink !== undefined) return waiter;
-      waiter._granted(this, now);
+      waiter._granted(this.#runner, now);
     }
     return promise;
-  }
-
-  /** @internal Leak-tracks a permit handed to an `acquire()` caller (a granted {@link PromiseWaiter}). */
-  _track(permit: Permit): void {
-    this.#leaks?.track(permit);
-  }
-
-  /** @internal Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
-  _startQueued(
-    w: Waiter,
-    task: (signal: AbortSignal) => unknown,
-    resolve: (value: unknown) => void,
-    known: number,
-  ): void {
-    this.#runner.startQueued(w, task, resolve, known);
   }
 
   /** A tracked permit was collected without an outcome: release its units and report it. */
@@ -484,29 +479,6 @@ export class Limiter
       });
     }
     this.#release(record.cost, Number.NaN, 0, 'ignore');
-  }
-
-  /** @internal {@link WaitQueueHost}: whether `cost` units fit now. */
-  _queueFits(cost: number): boolean {
-    return this.#fits(cost);
-  }
-
-  /** @internal {@link WaitQueueHost}: the margin of deadline checks (0 until a call was timed). */
-  _queueMargin(): number {
-    const service = this.#feed.service;
-    return service.meanMs > 0 ? service.finishMargin() : 0;
-  }
-
-  /** @internal {@link WaitQueueHost}: grants a waiter the queue just took out and hands it over. */
-  _queueGrant(w: Waiter, now: number): void {
-    // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
-    this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
-    w._granted(this, now);
-  }
-
-  /** @internal {@link WaitQueueHost}: refuses a waiter that left the queue by time. */
-  _queueExpired(w: Waiter): void {
-    this.#refuseWaiter(w, 'expired');
   }
 
   /** Removes a waiter and refuses it. */

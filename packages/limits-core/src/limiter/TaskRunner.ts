@@ -1,20 +1,23 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { PromiseCapture } from '../internal/PromiseCapture.js';
-import type { Waiter } from '../queue/Waiter.js';
+import type { GrantHost, Waiter } from '../queue/Waiter.js';
+import type { LeakTracker } from './LeakTracker.js';
 import type { AcquireOptions } from './options.js';
 import type { Permit } from './Permit.js';
 import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
 
 /**
- * @internal Starts `run()` tasks under their permits for one limiter: the plain path, or with a time
+ * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
+ * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path, or with a time
  * budget or a caller signal the task's scope (its own signal, the deadline timer) set up by
  * `runBudgeted`; and with a cost estimator, what each kind of call really cost fed back to it.
  */
-export class TaskRunner {
+export class TaskRunner implements GrantHost {
   readonly #time: MonotonicTime;
   readonly #capture: PromiseCapture;
   readonly #estimator: CostEstimator | undefined;
+  readonly #leaks: LeakTracker | undefined;
   /** The hooks of a call without a kind (classify, listener errors). */
   readonly hooks: RunHooks;
 
@@ -23,11 +26,18 @@ export class TaskRunner {
     capture: PromiseCapture,
     hooks: RunHooks,
     estimator: CostEstimator | undefined,
+    leaks: LeakTracker | undefined,
   ) {
     this.#time = time;
     this.#capture = capture;
     this.hooks = hooks;
     this.#estimator = estimator;
+    this.#leaks = leaks;
+  }
+
+  /** Leak-tracks a permit handed to an `acquire()` caller (when leak tracking is on). */
+  track(permit: Permit): void {
+    this.#leaks?.track(permit);
   }
 
   /** Runs a task admitted at once; the returned promise settles with its result. */

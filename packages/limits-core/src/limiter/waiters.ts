@@ -1,21 +1,8 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
-import { Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import { type GrantHost, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import type { AcquireSink } from './AcquireSink.js';
 import type { AcquireOptions } from './options.js';
-import type { Permit, PermitOwner } from './Permit.js';
-
-/** @internal What a granted {@link PromiseWaiter} needs from its limiter. */
-export interface WaiterHost extends PermitOwner {
-  /** Leak-tracks a permit handed to an `acquire()` caller. */
-  _track(permit: Permit): void;
-  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
-  _startQueued(
-    waiter: Waiter,
-    task: (signal: AbortSignal) => unknown,
-    resolve: (value: unknown) => void,
-    now: number,
-  ): void;
-}
+import type { PermitOwner } from './Permit.js';
 
 /**
  * @internal A queued `acquire()` (no task) or `run()` (with its task): settles the caller's promise.
@@ -41,13 +28,12 @@ export class PromiseWaiter extends Waiter {
     this.task = task;
   }
 
-  _granted(by: PermitOwner, now: number): void {
-    const host = by as WaiterHost;
+  _granted(host: GrantHost, now: number): void {
     if (this.task === undefined) {
-      host._track(this);
+      host.track(this);
       this.resolve(this);
     } else {
-      host._startQueued(this, this.task, this.resolve, now);
+      host.startQueued(this, this.task, this.resolve, now);
     }
   }
 

@@ -26,17 +26,17 @@ export interface WaitQueueOptions {
  */
 export interface WaitQueueHost {
   /** Whether `cost` units fit now. */
-  _queueFits(cost: number): boolean;
+  fits(cost: number): boolean;
   /** Time a call needs to finish once started, for deadline checks (0: not measured yet). */
-  _queueMargin(): number;
+  margin(): number;
   /**
    * Grants `w`, already out of the queue, and hands it over (`w._granted`).
    * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
    *   measured).
    */
-  _queueGrant(w: Waiter, now: number): void;
+  grant(w: Waiter, now: number): void;
   /** Refuses `w`, which left the queue by time (expired, past its deadline, CoDel). */
-  _queueExpired(w: Waiter): void;
+  expired(w: Waiter): void;
 }
 
 /**
@@ -46,7 +46,7 @@ export interface WaitQueueHost {
  * leave by time; the limiter (the {@link WaitQueueHost}) says whether the next one fits, grants it and refuses
  * the others. {@link dispatch} serves waiters in order while they fit (strict head of line); a
  * waiter that must leave by time (expired, past its deadline, CoDel) is removed and handed to
- * `_queueExpired` on the way, and when the timer fires. Counters: `size`, `queuedCost`, `queuedBytes`.
+ * `expired` on the way, and when the timer fires. Counters: `size`, `queuedCost`, `queuedBytes`.
  */
 export class WaitQueue {
   readonly #list = new WaiterList();
@@ -129,7 +129,7 @@ export class WaitQueue {
   /**
    * Serves waiters while they fit (strict head of line), dropping on the way those that must leave.
    * The loop lives here, with the queue's own fields, so that serving a waiter costs the limiter
-   * only its `_queueFits` and `_queueGrant` calls (this runs once per waiter when a queue drains).
+   * only its `fits` and `grant` calls (this runs once per waiter when a queue drains).
    * @param known - the limiter's time, if the caller just read it (`NaN` otherwise).
    */
   dispatch(known: number): void {
@@ -138,12 +138,12 @@ export class WaitQueue {
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && this.standing(now);
-    const margin = timed ? host._queueMargin() : 0;
+    const margin = timed ? host.margin() : 0;
     for (;;) {
       const w = this.#next(now, margin, standing);
-      if (w === undefined || !host._queueFits(w.cost)) break;
+      if (w === undefined || !host.fits(w.cost)) break;
       this.#unqueue(w, true, now);
-      host._queueGrant(w, now);
+      host.grant(w, now);
     }
     if (this.#list.size === 0) this.clearTimer();
   }
@@ -293,7 +293,7 @@ export class WaitQueue {
   /** Removes a waiter that must leave by time and hands it to the host to refuse. */
   #expire(w: Waiter): void {
     this.#unqueue(w, false, 0);
-    this.#host._queueExpired(w);
+    this.#host.expired(w);
   }
 
   #toHeap(w: Waiter, expiresAt: number): void {

@@ -1,6 +1,22 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
 import { Permit, type PermitOwner } from '../limiter/Permit.js';
 
+/**
+ * @internal What a granted waiter may need for its hand-over, from the limiter that granted it:
+ * leak tracking for a permit handed to an `acquire()` caller, and starting a queued `run()` task.
+ */
+export interface GrantHost {
+  /** Leak-tracks a permit handed to a caller. */
+  track(permit: Permit): void;
+  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
+  startQueued(
+    waiter: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    now: number,
+  ): void;
+}
+
 /** @internal What a waiter calls back into when its signal aborts. */
 export interface WaiterOwner {
   /** @internal */
@@ -71,10 +87,10 @@ export abstract class Waiter extends Permit {
   /**
    * The wait ended with a grant: the waiter is now a permit held by its caller (the limiter already
    * counted it). Hand it over: resolve the caller's promise, start the `run` task, or call the sink.
-   * @param by - the limiter that granted it (passed, not read back from the permit: one call less).
+   * @param host - what the hand-over may need from the limiter.
    * @param now - the limiter's time if it was read for this grant (`NaN` otherwise).
    */
-  abstract _granted(by: PermitOwner, now: number): void;
+  abstract _granted(host: GrantHost, now: number): void;
 
   /** The wait ended with a refusal (expired, aborted, closed): tell the caller, once. */
   abstract _refused(error: LimitExceededError): void;
