@@ -68,19 +68,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
     this.#time = new MonotonicTime(o.clock);
-    this.#queue = new WaitQueue(o, this.#time, {
-      fits: (cost) => this.#fits(cost),
-      margin: () => {
-        const service = this.#feed.service;
-        return service.meanMs > 0 ? service.finishMargin() : 0;
-      },
-      grant: (w, now) => {
-        // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
-        this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
-        w._granted(this.#runner, now);
-      },
-      expired: (w) => this.#refuseWaiter(w, 'expired'),
-    });
     this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
@@ -92,6 +79,15 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       (error) => reportListenerError(this, error),
     );
     this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
+    this.#queue = new WaitQueue(o, this.#time, this.#feed.service, {
+      fits: (cost) => this.#fits(cost),
+      grant: (w, now) => {
+        // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
+        this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
+        w._granted(this.#runner, now);
+      },
+      expired: (w) => this.#refuseWaiter(w, 'expired'),
+    });
     this.#leaks =
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined

@@ -21,14 +21,23 @@ export interface WaitQueueOptions {
 }
 
 /**
- * @internal What the wait queue needs from its limiter while serving: whether a waiter fits, the
- * margin of deadline checks, granting, and refusing a waiter that left by time.
+ * @internal The limiter's hold-time estimate, as the queue reads it for deadline checks (the
+ * limiter's `ServiceTime`).
+ */
+export interface FinishEstimate {
+  /** Mean hold time (ms); 0 until a call was timed. */
+  readonly meanMs: number;
+  /** Time a call needs to finish once started. */
+  finishMargin(): number;
+}
+
+/**
+ * @internal What the wait queue needs from its limiter while serving: whether a waiter fits,
+ * granting, and refusing a waiter that left by time.
  */
 export interface WaitQueueHost {
   /** Whether `cost` units fit now. */
   fits(cost: number): boolean;
-  /** Time a call needs to finish once started, for deadline checks (0: not measured yet). */
-  margin(): number;
   /**
    * Grants `w`, already out of the queue, and hands it over (`w._granted`).
    * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
@@ -61,6 +70,7 @@ export class WaitQueue {
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
   readonly #host: WaitQueueHost;
+  readonly #service: FinishEstimate;
   /**
    * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
    * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
@@ -81,7 +91,13 @@ export class WaitQueue {
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
-  constructor(options: WaitQueueOptions, time: MonotonicTime, host: WaitQueueHost) {
+  /** @param service - the limiter's hold-time estimate (the margin of deadline checks). */
+  constructor(
+    options: WaitQueueOptions,
+    time: MonotonicTime,
+    service: FinishEstimate,
+    host: WaitQueueHost,
+  ) {
     this.#time = time;
     this.#maxQueueWaitMs = options.maxQueueWaitMs;
     this.#order = options.order;
@@ -94,6 +110,7 @@ export class WaitQueue {
       options.codelTargetMs !== Infinity ||
       options.selector !== undefined;
     this.#host = host;
+    this.#service = service;
   }
 
   /** Waiters in the queue. */
@@ -138,7 +155,8 @@ export class WaitQueue {
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && this.standing(now);
-    const margin = timed ? host.margin() : 0;
+    const service = this.#service;
+    const margin = timed && service.meanMs > 0 ? service.finishMargin() : 0;
     for (;;) {
       const w = this.#next(now, margin, standing);
       if (w === undefined || !host.fits(w.cost)) break;
