@@ -2,7 +2,7 @@ import type { Waiter } from './Waiter.js';
 
 /**
  * @internal A queue discipline that chooses which waiter is served next (tenant fairness,
- * priorities). The limiter keeps every waiter in its arrival list (for age, expiry and close) and
+ * priorities). The wait queue keeps every waiter in its arrival list (for age, expiry and close) and
  * also hands it to the selector, which keeps its own structure.
  */
 export interface Selector {

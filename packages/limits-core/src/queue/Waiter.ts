@@ -32,7 +32,7 @@ export class WaiterExtras {
   bytes = 0;
   /**
    * The caller's deadline (clock ms), checked against the service time estimate at dispatch. The
-   * waiter leaves the queue at `min(deadline, enqueuedAt + maxQueueWaitMs)`, which the limiter
+   * waiter leaves the queue at `min(deadline, enqueuedAt + maxQueueWaitMs)`, which the queue
    * computes (one number less to store per waiter).
    */
   deadline = Infinity;
