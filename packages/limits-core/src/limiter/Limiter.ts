@@ -82,8 +82,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#queue = new WaitQueue(o, this.#time, this.#feed.service, {
       fits: (cost) => this.#fits(cost),
       grant: (w, now) => {
-        // `now` is NaN when the dispatch did not read the time: the wait is not measured then.
-        this.#grant(w.cost, now - w.enqueuedAt, w.deadline !== Infinity, now, w);
+        // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
+        // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+        const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
+        this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
         w._granted(this.#runner, now);
       },
       expired: (w) => this.#refuseWaiter(w, 'expired'),
@@ -375,7 +377,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const now = timed ? this.#time.now() : Number.NaN;
     // Never negative: the limiter's time does not go backwards.
     const rtt = now - startTime;
-    const stalled = this.#feed.released(startTime, inflight, rtt, outcome);
+    // Only a timed or dropped call tells the feed anything (and the untimed path then makes no call).
+    const stalled =
+      timed || outcome === 'dropped'
+        ? this.#feed.released(startTime, inflight, rtt, outcome)
+        : false;
     if (listeners(this).release !== undefined) {
       emitSafely(this, 'release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
