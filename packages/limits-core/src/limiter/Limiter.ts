@@ -60,6 +60,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   #permits = 0;
   #closed = false;
   readonly #leaks: LeakTracker | undefined;
+
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
