@@ -5,6 +5,7 @@ export {
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
+export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
 /** Option checks with limits' one message shape, for integration packages (e.g. limits-breaker). */
@@ -57,5 +58,4 @@ export {
   type PartitionLedger,
   type PartitionOptions,
 } from './partition/PartitionedLimiter.js';
-export type { FairnessOptions } from './queue/DeficitRoundRobin.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { CostEstimator, type CostEstimatorOptions } from '../src/fairness/CostEstimator.js';
-import { DeficitRoundRobin, type FairnessOptions } from '../src/queue/DeficitRoundRobin.js';
+import { DeficitRoundRobin, type FairnessOptions } from '../src/fairness/DeficitRoundRobin.js';
 import { PriorityAging, type PriorityOptions } from '../src/queue/PriorityAging.js';
 
 type Row = [

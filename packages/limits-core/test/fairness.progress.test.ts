@@ -1,11 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
-import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
-import { SelectorEntry, Waiter, WaiterExtras } from '../src/queue/Waiter.js';
+import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { flush } from './support/FakeClock.js';
+import { Waiter } from './support/Waiter.js';
 
 const owner = { _abortWaiter() {}, _release() {} };
 

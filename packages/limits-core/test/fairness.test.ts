@@ -1,10 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
+import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/limiter/Permit.js';
-import { DeficitRoundRobin } from '../src/queue/DeficitRoundRobin.js';
-import { SelectorEntry, Waiter, WaiterExtras } from '../src/queue/Waiter.js';
+import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
+import { Waiter } from './support/Waiter.js';
 
 const owner = { _abortWaiter() {}, _release() {} };
 function waiter(tenant: string, charge: number): Waiter {

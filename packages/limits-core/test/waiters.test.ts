@@ -6,9 +6,10 @@ import type { AcquireSink } from '../src/limiter/AcquireSink.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { Permit } from '../src/limiter/Permit.js';
 import { ExpiryHeap } from '../src/queue/ExpiryHeap.js';
-import { Waiter, WaiterExtras } from '../src/queue/Waiter.js';
+import { WaiterExtras } from '../src/queue/Waiter.js';
 import { WaiterList } from '../src/queue/WaiterList.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
+import { Waiter } from './support/Waiter.js';
 
 const owner = { _abortWaiter() {}, _release() {} };
 const waiter = (extras?: WaiterExtras) => new Waiter(owner, 1, 0, () => {}, extras, undefined);

@@ -51,6 +51,7 @@ export class LeakTracker {
   readonly #stacks: boolean;
   #young: Permit[] = [];
   #timer: unknown = undefined;
+  #warned = false;
 
   /**
    * @param owner - the limiter the permits release to.
@@ -100,5 +101,25 @@ export class LeakTracker {
     const record = new TrackedPermit(this, this.#owner, permit.cost, permit.startTime, stack);
     this.#registry.register(permit, record, record);
     Permit._retarget(permit, record);
+  }
+
+  /** Emits the process warning about a reclaimed permit, once per limiter. */
+  warnOnce(): void {
+    if (this.#warned) return;
+    this.#warned = true;
+    const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })
+      .process?.emitWarning;
+    try {
+      warn?.call(
+        (globalThis as { process?: unknown }).process,
+        'limits: a permit was garbage-collected before success(), dropped() or ignore() was ' +
+          "called; its capacity was reclaimed (released as ignore). Listen to the limiter's " +
+          '"leak" event, or set trackLeaks: "stack" to see where it was acquired. ' +
+          '(Reported once per limiter.)',
+        { code: 'LIMITS_PERMIT_LEAK', type: 'LimitsWarning' },
+      );
+    } catch {
+      // A warning that cannot be emitted must not stop the reclaim.
+    }
   }
 }

@@ -1,54 +1,34 @@
 import { EventEmitter } from 'eventemitter3';
-import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
-import type { CostEstimator } from '../fairness/CostEstimator.js';
-import type { Clock } from '../internal/clock.js';
-import {
-  checkKeys,
-  checkNumber,
-  checkSignal,
-  checkString,
-  formatValue,
-} from '../internal/validate.js';
+import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
+import { MonotonicTime } from '../internal/MonotonicTime.js';
+import { PromiseCapture } from '../internal/PromiseCapture.js';
+import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
-import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
-import { ExpiryHeap } from '../queue/ExpiryHeap.js';
-import type { Selector } from '../queue/Selector.js';
-import { SelectorEntry, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
-import { WaiterList } from '../queue/WaiterList.js';
+import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
+import { WaitQueue } from '../queue/WaitQueue.js';
 import type { AcquireSink } from './AcquireSink.js';
-import { describeRejection } from './describe.js';
+import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
+import { checkAcquire } from './checks.js';
+import { rejection } from './describe.js';
+import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
-import {
-  ACQUIRE_KEYS,
-  type AcquireOptions,
-  type CapacityGate,
-  type CloseOptions,
-  type CloseResult,
-  type LimiterOptions,
-  type LimiterSnapshot,
-  type QueueOrder,
+import { LimitFeed } from './LimitFeed.js';
+import type {
+  AcquireOptions,
+  CapacityGate,
+  CloseOptions,
+  CloseResult,
+  LimiterOptions,
+  LimiterSnapshot,
 } from './options.js';
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
-import { StallDetector } from './StallDetector.js';
-
-/** Weight of a new hold time in the service-time average. */
-const SERVICE_WEIGHT = 1 / 16;
-/**
- * A single hold time counts at most this many times the current service-time estimate: a clock that
- * jumps forward (an injected `Date.now`-style clock) must not set the estimate to hours, while a
- * real slow-down still moves it (by up to ×1.56 per sample, so 10 ms → 5 s in about 14 samples).
- */
-const SERVICE_SAMPLE_CAP = 10;
-
-/** A `close()` caller waiting for the permits in flight. */
-interface CloseWaiter {
-  resolve: (result: CloseResult) => void;
-  timer: unknown;
-}
+import { runUnderPermit, taskSignal } from './runTask.js';
+import { TaskRunner } from './TaskRunner.js';
+import { PromiseWaiter, SinkWaiter, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -62,123 +42,71 @@ interface CloseWaiter {
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  readonly #algorithm: LimitAlgorithm;
   readonly #probeSlots: number;
+  /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
+  readonly #feed: LimitFeed;
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
-  readonly #maxQueueWaitMs: number;
-  readonly #order: QueueOrder;
-  readonly #standingMs: number;
-  readonly #codelTargetMs: number;
-  readonly #clock: Clock;
-  readonly #adaptive: boolean;
-  readonly #stall: StallDetector | undefined;
+  readonly #time: MonotonicTime;
   readonly #maxCost: number;
-  readonly #initialServiceMs: number;
-  readonly #list = new WaiterList();
-  readonly #heap = new ExpiryHeap();
-  /**
-   * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
-   * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
-   * expires first; the heap is used only once an earlier expiry arrives after a later one, until
-   * the queue empties.
-   */
-  #heapMode = false;
-  #lastExpiry = -Infinity;
-  /** Queued waiters with a deadline (with no `maxQueueWaitMs`, only they can expire). */
-  #deadlines = 0;
-  readonly #selector: Selector | undefined;
-  readonly #estimator: CostEstimator | undefined;
-  readonly #hooks: RunHooks;
+  readonly #closing: CloseWaiters;
+  /** The waiters, their expiry and order (see {@link WaitQueue}). */
+  readonly #queue: WaitQueue;
+  readonly #runner: TaskRunner;
+  readonly #capture = new PromiseCapture();
   readonly #gate: CapacityGate | undefined;
-  readonly #sampleEvery: number;
-  #sampleCount = 0;
-  #limit: number;
   #capacity: number;
   #inflight = 0;
   #permits = 0;
-  #queuedCost = 0;
-  #queuedBytes = 0;
-  #lastEmptyAt = 0;
-  #timer: unknown = undefined;
-  #timerAt = Infinity;
-  #serviceMs = 0;
-  /** Mean absolute deviation of the hold time (same weight): the margin of deadline checks. */
-  #serviceDevMs = 0;
-  #untimed = 0;
-  #stalledSamples = 0;
   #closed = false;
-  /** A dispatch is running (a release from inside it leaves the serving to that loop). */
-  #dispatching = false;
-  #drained: CloseWaiter[] = [];
-  /**
-   * Backward clock jumps so far: the limiter's time is `clock.now() + #skew`, which never goes
-   * backwards (an injected clock need not be monotonic). Queue times, expiries, permit start times
-   * and deadlines (converted at admission) all use it.
-   */
-  #skew = 0;
-  #lastRaw = -Infinity;
-  /** `#skew` when the queue timer was set: a jump since then is detected when it fires. */
-  #timerSkew = 0;
-  /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
-  #badLimit = false;
   readonly #leaks: LeakTracker | undefined;
-  #leakWarned = false;
-  /** The resolve function `#capture` just received (taken at once by `#enqueue`). */
-  #captured: ((value: unknown) => void) | undefined = undefined;
-  readonly #capture = (resolve: (value: unknown) => void): void => {
-    this.#captured = resolve;
-  };
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
     const o = resolveOptions(options);
-    this.#algorithm = o.algorithm;
     this.#probeSlots = o.probeSlots;
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
-    this.#maxQueueWaitMs = o.maxQueueWaitMs;
-    this.#order = o.order;
-    this.#codelTargetMs = o.codelTargetMs;
-    this.#standingMs = o.standingMs;
-    this.#clock = o.clock;
-    this.#initialServiceMs = o.initialServiceMs;
-    this.#adaptive = o.adaptive;
+    this.#time = new MonotonicTime(o.clock);
+    this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
-    this.#selector = o.selector;
-    this.#estimator = o.estimator;
     this.#gate = o.gate;
-    this.#sampleEvery = o.sampleEvery;
-    if (o.adaptive && o.stallThresholdMs !== Infinity) {
-      const clock = o.clock;
-      // The detector sees the limiter's (monotonic) time, as the permits' start times do.
-      const time: Clock = {
-        now: () => this.#now(),
-        setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-        clearTimeout: (handle) => clock.clearTimeout(handle),
-      };
-      this.#stall = new StallDetector(time, o.stallThresholdMs, () => this.#permits > 0);
-    }
-    const initial = o.algorithm.limit;
-    if (!validLimit(initial)) {
-      const message = `limits: option "limit" must be a number ≥ 0 or a LimitAlgorithm whose limit is a number in [0, Infinity), got ${algorithmName(o.algorithm)} with limit ${formatValue(initial)}`;
-      throw typeof initial === 'number' && !Number.isNaN(initial)
-        ? new RangeError(message)
-        : new TypeError(message);
-    }
-    this.#limit = Math.floor(initial);
-    this.#capacity = Math.max(this.#limit, o.probeSlots);
+    this.#feed = new LimitFeed(
+      o,
+      this.#time,
+      () => this.#permits > 0,
+      (previous, sample) => this.#limitChanged(previous, sample),
+      (error) => reportListenerError(this, error),
+    );
+    this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
+    this.#queue = new WaitQueue(o, this.#time, this.#feed.service, {
+      fits: (cost) => this.#fits(cost),
+      grant: (w, now) => {
+        // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
+        // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+        const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
+        this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
+        w._granted(this.#runner, now);
+      },
+      expired: (w) => this.#refuseWaiter(w, 'expired'),
+    });
     this.#leaks =
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined
         : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
-    this.#hooks = { classify: o.classify, onError: (e) => this.#reportListenerError(e) };
+    this.#runner = new TaskRunner(
+      this.#time,
+      this.#capture,
+      { classify: o.classify, onError: (e) => reportListenerError(this, e) },
+      o.estimator,
+      this.#leaks,
+    );
   }
 
   /** The algorithm's current limit, as an integer. */
   get limit(): number {
-    return this.#limit;
+    return this.#feed.limit;
   }
 
   /** Units that may be in flight: `max(limit, probeSlots)`. */
@@ -193,34 +121,35 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** Waiters in the queue. */
   get queued(): number {
-    return this.#list.size;
+    return this.#queue.size;
   }
 
   /** Bytes held by queued waiters. */
   get queuedBytes(): number {
-    return this.#queuedBytes;
+    return this.#queue.queuedBytes;
   }
 
   /** The limit algorithm. */
   get algorithm(): LimitAlgorithm {
-    return this.#algorithm;
+    return this.#feed.algorithm;
   }
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
-    const head = this.#list.head;
+    const queue = this.#queue;
+    const head = queue.head;
     return {
-      limit: this.#limit,
+      limit: this.#feed.limit,
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
-      queued: this.#list.size,
-      queuedCost: this.#queuedCost,
-      queuedBytes: this.#queuedBytes,
-      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#now() - head.enqueuedAt),
-      serviceMs: this.#service(),
-      stalledSamples: this.#stalledSamples,
-      tenants: this.#selector instanceof DeficitRoundRobin ? this.#selector.tenants : 0,
+      queued: queue.size,
+      queuedCost: queue.queuedCost,
+      queuedBytes: queue.queuedBytes,
+      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
+      serviceMs: this.#feed.service.estimate(),
+      stalledSamples: this.#feed.stalledSamples,
+      tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
   }
@@ -243,13 +172,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (options.signal?.aborted) return undefined;
       if (options.deadline !== undefined || options.timeout !== undefined) {
         hasDeadline = true;
-        const now = this.#now();
+        const now = this.#time.now();
         if (this.#deadlineOf(options, now) <= now) return undefined;
       }
     }
     if (
       this.#closed ||
-      (this.#list.size > 0 && !this.#newestFirst()) ||
+      (this.#queue.size > 0 && !this.#queue.newestFirst()) ||
       cost > this.#maxCost ||
       !this.#fits(cost)
     ) {
@@ -283,30 +212,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#admit(options, undefined, sink) as Permit | undefined;
   }
 
-  /**
-   * The limiter's time: the clock, made monotonic (a backward jump is absorbed into `#skew`).
-   */
-  #now(): number {
-    const raw = this.#clock.now();
-    if (raw < this.#lastRaw) this.#skew += this.#lastRaw - raw;
-    this.#lastRaw = raw;
-    return raw + this.#skew;
-  }
-
   /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
   #deadlineOf(options: AcquireOptions, now: number): number {
-    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#skew;
+    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#time.skew;
     return options.timeout === undefined ? deadline : Math.min(deadline, now + options.timeout);
-  }
-
-  /**
-   * Whether a newcomer is next in line although waiters are queued: LIFO order (and adaptive order
-   * while a standing queue persists) serves the newest first, so one that fits starts at once
-   * (work-conserving).
-   */
-  #newestFirst(): boolean {
-    if (this.#selector !== undefined || this.#order === 'fifo') return false;
-    return this.#order === 'lifo' || this.#now() - this.#lastEmptyAt >= this.#standingMs;
   }
 
   /**
@@ -334,7 +243,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         return this.#refuse(sink, 'aborted', cost, options.signal.reason);
       }
       if (options.deadline !== undefined || options.timeout !== undefined) {
-        now = this.#now();
+        now = this.#time.now();
         deadline = this.#deadlineOf(options, now);
       }
     }
@@ -342,28 +251,31 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
     // A time budget already spent is refused even when capacity is free.
     if (deadline <= now) return this.#refuse(sink, 'deadline', cost);
-    if ((this.#list.size === 0 || this.#newestFirst()) && this.#fits(cost)) {
+    if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
       const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
       if (sink !== undefined) return permit;
       if (task === undefined) {
         this.#leaks?.track(permit);
         return Promise.resolve(permit);
       }
-      return this.#runWith(permit, task, options, deadline, now);
+      return this.#runner.start(permit, task, options, deadline, now);
     }
     if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
-    if (this.#list.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
-    if (this.#selector?.refuse(options?.tenant) !== undefined) {
+    if (this.#queue.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
+    if (this.#queue.selector?.refuse(options?.tenant) !== undefined) {
       return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
     }
     const bytes = options?.bytes ?? 0;
-    if (this.#queuedBytes + bytes > this.#maxQueuedBytes) {
+    if (this.#queue.queuedBytes + bytes > this.#maxQueuedBytes) {
       return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
     }
-    if (Number.isNaN(now)) now = this.#now();
+    if (Number.isNaN(now)) now = this.#time.now();
     // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
     // queue ahead cannot start, and the call cannot finish, in time.
-    if (deadline !== Infinity && now + this.#estimateWait(cost) + this.#finishMargin() > deadline) {
+    if (
+      deadline !== Infinity &&
+      now + this.#estimateWait(cost) + this.#feed.service.finishMargin() > deadline
+    ) {
       return this.#refuse(sink, 'deadline', cost);
     }
     return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
@@ -413,9 +325,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         ),
       );
     }
-    if (options === undefined && !this.#closed && this.#list.size === 0 && this.#fits(1)) {
+    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
-      return runUnderPermit(permit, task, taskSignal(task), this.#hooks);
+      return runUnderPermit(permit, task, taskSignal(task), this.#runner.hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
@@ -432,42 +344,25 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws (as a rejected promise, before anything changes) TypeError/RangeError for bad options.
    */
   close(options?: CloseOptions): Promise<CloseResult> {
-    let timeoutMs = Infinity;
-    if (options !== undefined) {
-      try {
-        checkKeys('close', options, ['timeoutMs']);
-        timeoutMs = checkNumber('timeoutMs', options.timeoutMs, Infinity, {
-          min: 0,
-          allowInfinity: true,
-        });
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    let timeoutMs: number;
+    try {
+      timeoutMs = closeTimeout(options);
+    } catch (error) {
+      return Promise.reject(error);
     }
     this.#closed = true;
-    while (this.#list.head !== undefined) this.#fail(this.#list.head, 'closed');
-    this.#clearTimer();
+    const queue = this.#queue;
+    for (let w = queue.head; w !== undefined; w = queue.head) this.#fail(w, 'closed');
+    queue.clearTimer();
     if (this.#permits === 0) {
-      this.#stall?.stop();
+      this.#feed.stall?.stop();
       return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
     }
-    return new Promise((resolve) => {
-      const waiter: CloseWaiter = { resolve, timer: undefined };
-      this.#drained.push(waiter);
-      if (timeoutMs === Infinity) return;
-      waiter.timer = this.#clock.setTimeout(() => {
-        waiter.timer = undefined;
-        const i = this.#drained.indexOf(waiter);
-        if (i >= 0) this.#drained.splice(i, 1);
-        resolve({ drained: false, permits: this.#permits, inflight: this.#inflight });
-      }, timeoutMs);
-      // The system clock's timers do not hold the process open; a bounded close should (else
-      // `await limiter.close({ timeoutMs })` at the top level ends the process before it resolves).
-      const handle = waiter.timer as { ref?: () => unknown } | null;
-      if (typeof handle === 'object' && handle !== null && typeof handle.ref === 'function') {
-        handle.ref();
-      }
-    });
+    return this.#closing.wait(timeoutMs, () => ({
+      drained: false,
+      permits: this.#permits,
+      inflight: this.#inflight,
+    }));
   }
 
   /** @internal Called by a permit, once. */
@@ -480,61 +375,34 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#permits--;
     const timed = !Number.isNaN(startTime);
     // One clock read per release: the dispatch below reuses it.
-    const now = timed ? this.#now() : Number.NaN;
+    const now = timed ? this.#time.now() : Number.NaN;
     // Never negative: the limiter's time does not go backwards.
     const rtt = now - startTime;
-    let stalled = false;
-    if (timed) {
-      if (this.#serviceMs === 0) {
-        this.#serviceMs = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#initialServiceMs);
-      } else {
-        // A clock jump forward must not set the estimate to hours: one sample counts at most
-        // SERVICE_SAMPLE_CAP times the current estimate.
-        const sample = Math.min(rtt, SERVICE_SAMPLE_CAP * this.#serviceMs);
-        this.#serviceDevMs +=
-          (Math.abs(sample - this.#serviceMs) - this.#serviceDevMs) * SERVICE_WEIGHT;
-        this.#serviceMs += (sample - this.#serviceMs) * SERVICE_WEIGHT;
-      }
-      if (this.#adaptive && outcome !== 'ignore') {
-        stalled = this.#stall?.overlaps(startTime, startTime + rtt) ?? false;
-        if (stalled) this.#stalledSamples++;
-        else this.#feed(startTime, inflight, rtt, outcome === 'dropped');
-      }
-    } else if (outcome === 'dropped' && this.#adaptive) {
-      // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
-      // service-time estimate (drops are too important to sample away).
-      const service = this.#service();
-      this.#feed(this.#now() - service, inflight, service, true);
-    }
-    if (this.#events().release !== undefined) {
-      this.#emit('release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
+    // Only a timed or dropped call tells the feed anything (and the untimed path then makes no call).
+    const stalled =
+      timed || outcome === 'dropped'
+        ? this.#feed.released(startTime, inflight, rtt, outcome)
+        : false;
+    if (listeners(this).release !== undefined) {
+      emitSafely(this, 'release', { outcome, rtt, cost, inflight: this.#inflight, stalled });
     }
     this.#gate?.released(cost);
-    if (this.#list.size > 0) this.#dispatch(now);
+    if (this.#queue.size > 0) this.#queue.dispatch(now);
     this.#gate?.afterRelease();
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
   /** @internal Called by a queued waiter whose signal aborted. */
   _abortWaiter(waiter: Waiter): void {
-    if (!this.#list.has(waiter)) return;
+    if (!this.#queue.has(waiter)) return;
     this.#fail(waiter, 'aborted', waiter.signal?.reason);
     // The waiter may have been the head blocking others.
-    this.#dispatch(Number.NaN);
-  }
-
-  /**
-   * eventemitter3's listener table: `this.#events().release !== undefined` tells whether anyone listens,
-   * with a property read instead of a `listenerCount` call (this runs several times per call). A
-   * method, not a private getter: V8 (Node 20) calls into its runtime for every private accessor read.
-   */
-  #events(): Partial<Record<keyof LimiterEvents, unknown>> {
-    return (this as unknown as { _events: Partial<Record<keyof LimiterEvents, unknown>> })._events;
+    this.#queue.dispatch(Number.NaN);
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
   _dispatch(): void {
-    if (this.#list.size > 0) this.#dispatch(Number.NaN);
+    if (this.#queue.size > 0) this.#queue.dispatch(Number.NaN);
   }
 
   #fits(cost: number): boolean {
@@ -544,23 +412,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
   }
 
-  #service(): number {
-    return this.#serviceMs > 0 ? this.#serviceMs : this.#initialServiceMs;
-  }
-
-  /**
-   * Time a call needs to finish once started, for deadline checks: the mean hold time plus twice its
-   * mean deviation, so a call with just the mean left is not started to finish late half the time.
-   */
-  #finishMargin(): number {
-    return this.#service() + 2 * this.#serviceDevMs;
-  }
-
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
   #estimateWait(cost: number): number {
     const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = this.#inflight + this.#queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#service()) / Math.max(1, capacity);
+    const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
+    return units <= 0 ? 0 : (units * this.#feed.service.estimate()) / Math.max(1, capacity);
   }
 
   #enqueue(
@@ -572,130 +428,55 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     task: ((signal: AbortSignal) => unknown) | undefined,
     sink: AcquireSink | undefined,
   ): unknown {
-    const expiresAt = Math.min(deadline, now + this.#maxQueueWaitMs);
-    const signal = options?.signal;
-    const selector = this.#selector;
-    let extras: WaiterExtras | undefined;
-    if (
-      bytes !== 0 ||
-      deadline !== Infinity ||
-      signal !== undefined ||
-      selector !== undefined ||
-      (task !== undefined && options !== undefined)
-    ) {
-      extras = new WaiterExtras();
-      extras.bytes = bytes;
-      extras.deadline = deadline;
-      extras.signal = signal;
-      if (task !== undefined) extras.options = options;
-    }
+    const queue = this.#queue;
+    const selective = queue.selector !== undefined;
+    const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
     let promise: Promise<unknown> | undefined;
-    let settle: ((value: unknown) => void) | AcquireSink;
+    let waiter: Waiter;
     if (sink === undefined) {
       // One shared executor instead of a closure (and its context) per queued call.
-      promise = new Promise<unknown>(this.#capture);
-      settle = this.#captured as (value: unknown) => void;
-      this.#captured = undefined;
+      promise = this.#capture.promise();
+      waiter = new PromiseWaiter(this, cost, now, this.#capture.take(), extras, task);
     } else {
-      settle = sink;
+      waiter = new SinkWaiter(this, cost, now, sink, extras);
     }
-    const waiter = new Waiter(this, cost, now, settle, extras, task);
-    if (selector !== undefined) {
-      // Everything that can throw (a user's estimator, a fairness quantum function) runs before the
-      // limiter's own state changes: a refused waiter must leave nothing behind.
-      try {
-        (extras as WaiterExtras).sel = new SelectorEntry(
-          waiter,
-          options?.tenant,
-          options?.priority ?? 0,
-          this.#estimator === undefined
-            ? cost
-            : this.#estimator.estimate(options?.kind ?? '', bytes),
-        );
-        selector.add(waiter);
-      } catch (error) {
-        if (sink !== undefined) throw error;
-        (settle as (value: unknown) => void)(Promise.reject(error));
-        return promise;
-      }
+    try {
+      queue.add(waiter, now, options);
+    } catch (error) {
+      // Nothing changed (a user's estimator or fairness quantum function threw).
+      if (sink !== undefined) throw error;
+      (waiter as PromiseWaiter).resolve(Promise.reject(error));
+      return promise;
     }
-    if (this.#list.size === 0) this.#lastEmptyAt = now;
-    this.#list.push(waiter);
-    if (this.#heapMode) {
-      if (expiresAt !== Infinity) this.#toHeap(waiter, expiresAt);
-    } else if (expiresAt < this.#lastExpiry) {
-      this.#heapMode = true;
-      this.#list.forEach((w) => {
-        const at = this.#expiry(w);
-        if (at !== Infinity) this.#toHeap(w, at);
-      });
-    } else {
-      this.#lastExpiry = expiresAt;
-    }
-    this.#queuedCost += cost;
-    this.#queuedBytes += bytes;
-    if (deadline !== Infinity) this.#deadlines++;
-    signal?.addEventListener('abort', waiter);
     if (sink !== undefined) sink._queued?.(waiter);
-    // A waiter that never expires cannot need an earlier timer (CoDel's depends on the head).
-    if (expiresAt !== Infinity || this.#codelTargetMs !== Infinity) this.#schedule(now);
-    if (this.#events().queue !== undefined) {
-      this.#emit('queue', { cost, bytes, queued: this.#list.size, queuedBytes: this.#queuedBytes });
+    if (listeners(this).queue !== undefined) {
+      emitSafely(this, 'queue', {
+        cost,
+        bytes,
+        queued: queue.size,
+        queuedBytes: queue.queuedBytes,
+      });
     }
     // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
     // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
-    if (
-      selector !== undefined &&
-      waiter.slot >= 0 &&
-      this.#fits(cost) &&
-      selector.peek(now) === waiter
-    ) {
-      this.#unqueue(waiter, true, now);
-      if (this.#list.size === 0) this.#clearTimer();
+    if (selective && waiter.slot >= 0 && this.#fits(cost) && queue.selectorPicks(waiter, now)) {
+      queue.take(waiter, now);
+      if (queue.size === 0) queue.clearTimer();
       this.#grant(cost, 0, deadline !== Infinity, now, waiter);
       if (sink !== undefined) return waiter;
-      this.#serve(waiter, now);
+      waiter._granted(this.#runner, now);
     }
     return promise;
-  }
-
-  /** Hands a granted waiter's permit to its caller (or starts its `run` task). */
-  #serve(w: Waiter, now: number): void {
-    const settle = w.settle;
-    if (typeof settle !== 'function') {
-      settle._granted(w);
-    } else if (w.task === undefined) {
-      this.#leaks?.track(w);
-      settle(w);
-    } else {
-      this.#runQueued(w, w.task, settle, now);
-    }
   }
 
   /** A tracked permit was collected without an outcome: release its units and report it. */
   #reclaim(record: TrackedPermit): void {
     const heldMs = Number.isNaN(record.startTime)
       ? Number.NaN
-      : Math.max(0, this.#now() - record.startTime);
-    if (!this.#leakWarned) {
-      this.#leakWarned = true;
-      const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })
-        .process?.emitWarning;
-      try {
-        warn?.call(
-          (globalThis as { process?: unknown }).process,
-          'limits: a permit was garbage-collected before success(), dropped() or ignore() was ' +
-            "called; its capacity was reclaimed (released as ignore). Listen to the limiter's " +
-            '"leak" event, or set trackLeaks: "stack" to see where it was acquired. ' +
-            '(Reported once per limiter.)',
-          { code: 'LIMITS_PERMIT_LEAK', type: 'LimitsWarning' },
-        );
-      } catch {
-        // A warning that cannot be emitted must not stop the reclaim.
-      }
-    }
-    if (this.#events().leak !== undefined) {
-      this.#emit('leak', {
+      : Math.max(0, this.#time.now() - record.startTime);
+    record.tracker.warnOnce();
+    if (listeners(this).leak !== undefined) {
+      emitSafely(this, 'leak', {
         cost: record.cost,
         heldMs,
         ...(record.stack === undefined ? {} : { stack: record.stack }),
@@ -704,201 +485,31 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#release(record.cost, Number.NaN, 0, 'ignore');
   }
 
-  #toHeap(w: Waiter, expiresAt: number): void {
-    w.extras ??= new WaiterExtras();
-    this.#heap.push(w, expiresAt);
-  }
-
-  /** Clock ms after which `w` leaves the queue (`Infinity`: never by time). */
-  #expiry(w: Waiter): number {
-    const extras = w.extras;
-    const deadline = extras === undefined ? Infinity : extras.deadline;
-    // A plain waiter's times are not even read (each is one more memory access per grant).
-    if (this.#maxQueueWaitMs === Infinity) return deadline;
-    return Math.min(deadline, w.enqueuedAt + this.#maxQueueWaitMs);
-  }
-
-  /**
-   * Hands out permits to waiters while capacity allows (strict head of line), dropping expired ones.
-   * @param known - the clock, if the caller just read it (`NaN` otherwise).
-   */
-  #dispatch(known: number): void {
-    const list = this.#list;
-    if (list.size === 0) return;
-    // A waiter served here may release at once (a queued task that throws synchronously, a guard
-    // action that ends synchronously): that release must not dispatch again from inside this loop,
-    // or the stack grows with the queue. The loop below re-reads capacity on every turn, so it
-    // serves what the inner release freed.
-    if (this.#dispatching) return;
-    this.#dispatching = true;
-    try {
-      this.#dispatchLoop(known);
-    } finally {
-      this.#dispatching = false;
-    }
-  }
-
-  #dispatchLoop(known: number): void {
-    const list = this.#list;
-    const selector = this.#selector;
-    const timed =
-      ((this.#maxQueueWaitMs !== Infinity || this.#deadlines > 0) &&
-        this.#earliestExpiry() !== Infinity) ||
-      this.#order !== 'fifo' ||
-      this.#codelTargetMs !== Infinity ||
-      selector !== undefined;
-    const now = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
-    const standing = timed && now - this.#lastEmptyAt >= this.#standingMs;
-    const lifo = this.#order === 'lifo' || (this.#order === 'adaptive' && standing);
-    const measured = timed && this.#serviceMs > 0 ? this.#finishMargin() : 0;
-    for (;;) {
-      const w = selector !== undefined ? selector.peek(now) : lifo ? list.tail : list.head;
-      if (w === undefined) break;
-      if (timed) {
-        // Never hand a permit to a waiter that is expired or can no longer finish by its deadline.
-        const deadline = w.deadline;
-        if (this.#expiry(w) <= now || (deadline !== Infinity && now + measured > deadline)) {
-          this.#fail(w, 'expired');
-          continue;
-        }
-        if (standing && now - w.enqueuedAt >= this.#codelTargetMs) {
-          this.#fail(w, 'expired');
-          continue;
-        }
-      }
-      if (!this.#fits(w.cost)) break;
-      this.#unqueue(w, true, now);
-      this.#grant(w.cost, timed ? now - w.enqueuedAt : Number.NaN, w.deadline !== Infinity, now, w);
-      this.#serve(w, now);
-    }
-    if (list.size === 0) this.#clearTimer();
-  }
-
-  #unqueue(w: Waiter, served: boolean, now: number): void {
-    this.#list.remove(w);
-    if (this.#selector !== undefined) {
-      if (served) this.#selector.served(w, now);
-      else this.#selector.delete(w);
-    }
-    const extras = w.extras;
-    if (extras !== undefined) {
-      if (extras.heapIndex >= 0) this.#heap.remove(w);
-      if (extras.deadline !== Infinity) this.#deadlines--;
-      this.#queuedBytes -= extras.bytes;
-      extras.signal?.removeEventListener('abort', w);
-    }
-    if (this.#list.size === 0) {
-      this.#heapMode = false;
-      this.#lastExpiry = -Infinity;
-    }
-    this.#queuedCost -= w.cost;
-  }
-
-  /** Removes a waiter and rejects its promise. */
+  /** Removes a waiter and refuses it. */
   #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    this.#unqueue(w, false, 0);
-    if (reason === 'expired' && this.#events().expire !== undefined) {
-      this.#emit('expire', { reason, cost: w.cost, waitedMs: this.#now() - w.enqueuedAt });
-    }
-    const error = this.#reject(reason, w.cost, cause);
-    const settle = w.settle;
-    if (typeof settle !== 'function') settle._refused(error);
-    else settle(Promise.reject(error));
+    this.#queue.remove(w);
+    this.#refuseWaiter(w, reason, cause);
   }
 
-  /** The waiter that expires first (it may never expire: check `#earliestExpiry`). */
-  #earliest(): Waiter | undefined {
-    return this.#heapMode ? this.#heap.peek() : this.#list.head;
+  /** Refuses a waiter that left the queue. */
+  #refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
+    if (reason === 'expired' && listeners(this).expire !== undefined) {
+      emitSafely(this, 'expire', {
+        reason,
+        cost: w.cost,
+        waitedMs: this.#time.now() - w.enqueuedAt,
+      });
+    }
+    w._refused(this.#reject(reason, w.cost, cause));
   }
 
-  /** When the first waiter expires (`Infinity`: none ever does). */
-  #earliestExpiry(): number {
-    if (this.#heapMode) return this.#heap.peekTime();
-    const head = this.#list.head;
-    return head === undefined ? Infinity : this.#expiry(head);
-  }
-
-  /** Keeps one timer, at the earliest moment a waiter must leave the queue. */
-  #schedule(now: number): void {
-    let at = this.#earliestExpiry();
-    const head = this.#list.head;
-    if (head !== undefined && this.#codelTargetMs !== Infinity) {
-      const standingAt = this.#lastEmptyAt + this.#standingMs;
-      at = Math.min(at, Math.max(standingAt, head.enqueuedAt + this.#codelTargetMs));
-    }
-    if (at === Infinity || at >= this.#timerAt) return;
-    this.#clearTimer();
-    this.#timerAt = at;
-    this.#timerSkew = this.#skew;
-    this.#timer = this.#clock.setTimeout(this.#onTimer, Math.max(0, at - now));
-  }
-
-  readonly #onTimer = (): void => {
-    const due = this.#timerAt;
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    let now = this.#now();
-    if (now < due && this.#skew !== this.#timerSkew) {
-      // The clock jumped back since the timer was set; the timer firing shows that real time
-      // reached its due moment: move the limiter's time there, so waiters leave on time.
-      this.#skew += due - now;
-      now = due;
-    }
-    while (this.#earliestExpiry() <= now) this.#fail(this.#earliest() as Waiter, 'expired');
-    if (this.#codelTargetMs !== Infinity && now - this.#lastEmptyAt >= this.#standingMs) {
-      for (
-        let w = this.#list.head;
-        w !== undefined && now - w.enqueuedAt >= this.#codelTargetMs;
-        w = this.#list.head
-      ) {
-        this.#fail(w, 'expired');
-      }
-    }
-    this.#dispatch(now);
-    if (this.#list.size > 0) this.#schedule(now);
-  };
-
-  #clearTimer(): void {
-    if (this.#timer === undefined) return;
-    this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-  }
-
-  #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
-    const sample: Sample = { startTime, rtt, inflight, dropped };
-    try {
-      this.#algorithm.update(sample);
-    } catch (error) {
-      // A throwing algorithm (a plug-in's bug) must not strand the release half-way: the permit's
-      // capacity is already back and queued waiters still need dispatching. Its error is reported
-      // like a listener's ('error' event, else rethrown on a microtask); the limit stays as it was.
-      this.#reportListenerError(error);
-      return;
-    }
-    const raw = this.#algorithm.limit;
-    if (!validLimit(raw)) {
-      // A plug-in's bad value must not become the capacity (NaN would stop every grant): keep the
-      // last good limit and report it, once until the algorithm gives a good value again.
-      if (!this.#badLimit) {
-        this.#badLimit = true;
-        this.#reportListenerError(
-          new RangeError(
-            `limits: the limit algorithm ${algorithmName(this.#algorithm)} gave limit ${formatValue(raw)} after update(); a limit must be a number in [0, Infinity). The limiter keeps its last good limit (${this.#limit}).`,
-          ),
-        );
-      }
-      return;
-    }
-    this.#badLimit = false;
-    const next = Math.floor(raw);
-    if (next === this.#limit) return;
-    const previous = this.#limit;
-    this.#limit = next;
+  /** The algorithm's limit changed (to `#feed.limit`): the capacity follows. */
+  #limitChanged(previous: number, sample: Sample): void {
+    const next = this.#feed.limit;
     this.#capacity = Math.max(next, this.#probeSlots);
-    if (this.#events().limit !== undefined) {
-      const decision = this.#algorithm.lastDecision;
-      this.#emit('limit', {
+    if (listeners(this).limit !== undefined) {
+      const decision = this.#feed.algorithm.lastDecision;
+      emitSafely(this, 'limit', {
         limit: next,
         previous,
         capacity: this.#capacity,
@@ -924,20 +535,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   ): Permit {
     this.#inflight += cost;
     this.#permits++;
-    // Adaptive algorithms need every call timed (or one in `sampleEvery`), and so do calls with a
-    // deadline (deadline checks
-    // rely on the service-time estimate); otherwise one call in 32 keeps that estimate (queue
-    // admission, retryAfterMs) current without a clock read per call.
-    const timed =
-      (this.#adaptive &&
-        (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
-      hasDeadline ||
-      (++this.#untimed & 31) === 0 ||
-      this.#events().release !== undefined;
+    // Timed: see LimitFeed.timed; and every call while someone listens to 'release' (it reports rtt).
+    const timed = this.#feed.timed(hasDeadline) || listeners(this).release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
     const inflight = gate === undefined ? this.#inflight : gate.inflight();
-    const startTime = timed ? (Number.isNaN(known) ? this.#now() : known) : Number.NaN;
+    const startTime = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     let permit: Permit;
     if (waiter === undefined) {
       permit = new Permit(this, cost, startTime, inflight);
@@ -945,80 +548,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       waiter.granted(startTime, inflight);
       permit = waiter;
     }
-    if (this.#stall !== undefined && timed) this.#stall.arm();
-    if (this.#events().acquire !== undefined) {
-      this.#emit('acquire', { cost, inflight: this.#inflight, capacity: this.#capacity, waitedMs });
+    if (timed) this.#feed.stall?.arm();
+    if (listeners(this).acquire !== undefined) {
+      emitSafely(this, 'acquire', {
+        cost,
+        inflight: this.#inflight,
+        capacity: this.#capacity,
+        waitedMs,
+      });
     }
     return permit;
-  }
-
-  /**
-   * Runs a task admitted at once. With a time budget or a caller signal the task's scope (its own
-   * signal, the deadline timer) is set up by `runBudgeted`; otherwise the plain path.
-   */
-  #runWith(
-    permit: Permit,
-    task: (signal: AbortSignal) => unknown,
-    options: AcquireOptions | undefined,
-    deadline: number,
-    now: number,
-  ): Promise<unknown> {
-    const signal = options?.signal;
-    if (signal === undefined && deadline === Infinity) {
-      return runUnderPermit(permit, task, taskSignal(task), this.#runHooks(options));
-    }
-    const promise = new Promise<unknown>(this.#capture);
-    const resolve = this.#captured as (value: unknown) => void;
-    this.#captured = undefined;
-    runBudgeted(
-      permit,
-      task,
-      signal,
-      deadline === Infinity ? Infinity : deadline - now,
-      this.#clock,
-      this.#runHooks(options),
-      resolve,
-    );
-    return promise;
-  }
-
-  /** Starts a queued `run()`'s task under its granted waiter; the result settles the caller's promise. */
-  #runQueued(
-    w: Waiter,
-    task: (signal: AbortSignal) => unknown,
-    resolve: (value: unknown) => void,
-    known: number,
-  ): void {
-    const options = w.options;
-    const signal = options?.signal;
-    const deadline = w.deadline;
-    if (signal === undefined && deadline === Infinity) {
-      runQueued(w, task, taskSignal(task), this.#runHooks(options), resolve);
-      return;
-    }
-    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#now();
-    runBudgeted(
-      w,
-      task,
-      signal,
-      deadline === Infinity ? Infinity : deadline - now,
-      this.#clock,
-      this.#runHooks(options),
-      resolve,
-    );
-  }
-
-  #runHooks(options: AcquireOptions | undefined): RunHooks {
-    const estimator = this.#estimator;
-    const kind = options?.kind;
-    if (estimator === undefined || kind === undefined) return this.#hooks;
-    // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
-    const start = this.#now();
-    const bytes = options?.bytes ?? 0;
-    return {
-      ...this.#hooks,
-      onSettled: () => estimator.observe(kind, Math.max(0, this.#now() - start), bytes),
-    };
   }
 
   #reject(
@@ -1028,90 +567,34 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     bytes = 0,
     tenant?: string,
   ): LimitExceededError {
-    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = Math.max(1, this.#inflight + this.#queuedCost + cost - capacity);
-    const retryAfterMs = Math.max(0, Math.ceil((units * this.#service()) / Math.max(1, capacity)));
-    const message = describeRejection(reason, {
-      inflight: this.#inflight,
-      capacity,
-      queued: this.#list.size,
-      maxQueued: this.#maxQueued,
-      queuedCost: this.#queuedCost,
-      queuedBytes: this.#queuedBytes,
-      maxQueuedBytes: this.#maxQueuedBytes,
-      maxCost: this.#maxCost,
-      serviceMs: this.#service(),
-      cost,
-      bytes,
-      tenant,
-    });
-    const error = new LimitExceededError(`limits: ${message}`, {
+    const queue = this.#queue;
+    const error = rejection(
       reason,
-      retryAfterMs,
-      ...(cause === undefined ? {} : { cause }),
-    });
-    if (this.#events().reject !== undefined) this.#emit('reject', { reason, cost, retryAfterMs });
+      {
+        inflight: this.#inflight,
+        capacity: this.#gate?.capacity() ?? this.#capacity, // h-part: gate hook (issue 9, finding 5)
+        queued: queue.size,
+        maxQueued: this.#maxQueued,
+        queuedCost: queue.queuedCost,
+        queuedBytes: queue.queuedBytes,
+        maxQueuedBytes: this.#maxQueuedBytes,
+        maxCost: this.#maxCost,
+        serviceMs: this.#feed.service.estimate(),
+        cost,
+        bytes,
+        tenant,
+      },
+      cause,
+    );
+    if (listeners(this).reject !== undefined) {
+      // `rejection()` always sets it.
+      emitSafely(this, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
+    }
     return error;
   }
 
   #finishClose(): void {
-    this.#stall?.stop();
-    const waiters = this.#drained;
-    this.#drained = [];
-    for (const w of waiters) {
-      if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
-      w.resolve({ drained: true, permits: 0, inflight: 0 });
-    }
+    this.#feed.stall?.stop();
+    this.#closing.finish();
   }
-
-  #emit<E extends keyof LimiterEvents>(event: E, payload: Parameters<LimiterEvents[E]>[0]): void {
-    try {
-      (this.emit as (e: E, p: unknown) => boolean)(event, payload);
-    } catch (error) {
-      this.#reportListenerError(error);
-    }
-  }
-
-  #reportListenerError(error: unknown): void {
-    if (this.#events().error !== undefined) {
-      try {
-        this.emit('error', error);
-        return;
-      } catch {
-        // An error listener that throws is reported like any other listener error.
-      }
-    }
-    queueMicrotask(() => {
-      throw error;
-    });
-  }
-}
-
-/**
- * Validates acquire options (every path, not only when queueing): unknown keys, types and ranges.
- * @throws TypeError/RangeError naming the option.
- */
-function checkAcquire(where: string, o: AcquireOptions): void {
-  checkKeys(where, o, ACQUIRE_KEYS);
-  checkSignal('signal', o.signal);
-  checkNumber('deadline', o.deadline, 0, { allowInfinity: true });
-  checkNumber('timeout', o.timeout, 0, { min: 0, allowInfinity: true });
-  checkNumber('cost', o.cost, 1, { min: 0, minExclusive: true });
-  checkNumber('bytes', o.bytes, 0, { min: 0 });
-  checkString('tenant', o.tenant);
-  checkString('kind', o.kind);
-  checkNumber('priority', o.priority, 0);
-}
-
-/** A limit an algorithm may give: a number in `[0, Infinity)`. */
-function validLimit(value: unknown): value is number {
-  return typeof value === 'number' && value >= 0 && value < Infinity;
-}
-
-/** The algorithm's class name, for messages. */
-function algorithmName(algorithm: LimitAlgorithm): string {
-  const name = (algorithm as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' && name !== '' && name !== 'Object'
-    ? name
-    : 'a custom algorithm (plain object)';
 }

@@ -1,4 +1,4 @@
-import type { RejectReason } from '../errors/LimitExceededError.js';
+import { LimitExceededError, type RejectReason } from '../errors/LimitExceededError.js';
 
 /** @internal The live numbers a rejection message quotes. */
 export interface RejectionNumbers {
@@ -45,4 +45,22 @@ export function describeRejection(reason: RejectReason, n: RejectionNumbers): st
     case 'closed':
       return 'limiter closed';
   }
+}
+
+/**
+ * @internal The error for a refused request: the message with the live numbers, and `retryAfterMs`,
+ * the time the work ahead needs to leave room for `cost` units at `capacity` units per service time.
+ */
+export function rejection(
+  reason: RejectReason,
+  n: RejectionNumbers,
+  cause: unknown,
+): LimitExceededError {
+  const units = Math.max(1, n.inflight + n.queuedCost + n.cost - n.capacity);
+  const retryAfterMs = Math.max(0, Math.ceil((units * n.serviceMs) / Math.max(1, n.capacity)));
+  return new LimitExceededError(`limits: ${describeRejection(reason, n)}`, {
+    reason,
+    retryAfterMs,
+    ...(cause === undefined ? {} : { cause }),
+  });
 }

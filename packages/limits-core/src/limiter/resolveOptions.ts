@@ -1,4 +1,5 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { type Clock, systemClock } from '../internal/clock.js';
 import {
   checkFunction,
@@ -11,7 +12,6 @@ import {
 import { checkAlgorithm } from '../limit/checkAlgorithm.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
-import { DeficitRoundRobin } from '../queue/DeficitRoundRobin.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
 import type { CapacityGate, CodelOptions, LimiterOptions, QueueOrder } from './options.js';

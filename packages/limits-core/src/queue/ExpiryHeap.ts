@@ -1,7 +1,7 @@
 import type { Waiter, WaiterExtras } from './Waiter.js';
 
 /**
- * @internal An indexed binary min-heap of waiters by expiry time: the limiter keeps one timer for the
+ * @internal An indexed binary min-heap of waiters by expiry time: the wait queue keeps one timer for the
  * earliest expiry instead of one per waiter, and removes an aborted or granted waiter in O(log n).
  * The expiry times sit in their own array of numbers (stored unboxed), not on the waiters; a waiter's
  * position is kept in its extras (`heapIndex`), which every waiter in the heap has.

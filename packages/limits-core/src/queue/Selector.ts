@@ -2,7 +2,7 @@ import type { Waiter } from './Waiter.js';
 
 /**
  * @internal A queue discipline that chooses which waiter is served next (tenant fairness,
- * priorities). The limiter keeps every waiter in its arrival list (for age, expiry and close) and
+ * priorities). The wait queue keeps every waiter in its arrival list (for age, expiry and close) and
  * also hands it to the selector, which keeps its own structure.
  */
 export interface Selector {
@@ -16,4 +16,19 @@ export interface Selector {
   served(waiter: Waiter, now: number): void;
   /** Refuses a waiter before it is queued (e.g. a per-tenant cap); returns a reason or undefined. */
   refuse(tenant: string | undefined): string | undefined;
+}
+
+/** @internal The keys of a request that a selector orders by (from its acquire options). */
+export interface SelectorKeys {
+  /** Tenant key (fair queueing). */
+  tenant?: string | undefined;
+  /** Base priority (priority queueing). */
+  priority?: number | undefined;
+  /** Kind of call, for the cost estimator (fair queueing). */
+  kind?: string | undefined;
+}
+
+/** @internal Estimates what fair queueing charges a request (a `CostEstimator`, as the queue sees it). */
+export interface ChargeEstimator {
+  estimate(kind: string, bytes: number): number;
 }

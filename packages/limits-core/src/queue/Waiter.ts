@@ -1,6 +1,21 @@
-import type { AcquireSink } from '../limiter/AcquireSink.js';
-import type { AcquireOptions } from '../limiter/options.js';
+import type { LimitExceededError } from '../errors/LimitExceededError.js';
 import { Permit, type PermitOwner } from '../limiter/Permit.js';
+
+/**
+ * @internal What a granted waiter may need for its hand-over, from the limiter that granted it:
+ * leak tracking for a permit handed to an `acquire()` caller, and starting a queued `run()` task.
+ */
+export interface GrantHost {
+  /** Leak-tracks a permit handed to a caller. */
+  track(permit: Permit): void;
+  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
+  startQueued(
+    waiter: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    now: number,
+  ): void;
+}
 
 /** @internal What a waiter calls back into when its signal aborts. */
 export interface WaiterOwner {
@@ -17,7 +32,7 @@ export class WaiterExtras {
   bytes = 0;
   /**
    * The caller's deadline (clock ms), checked against the service time estimate at dispatch. The
-   * waiter leaves the queue at `min(deadline, enqueuedAt + maxQueueWaitMs)`, which the limiter
+   * waiter leaves the queue at `min(deadline, enqueuedAt + maxQueueWaitMs)`, which the queue
    * computes (one number less to store per waiter).
    */
   deadline = Infinity;
@@ -27,50 +42,58 @@ export class WaiterExtras {
   heapIndex = -1;
   /** Selector bookkeeping (fair or priority queueing only). */
   sel: SelectorEntry | undefined = undefined;
-  /** For `run`: the acquire options of the call. */
-  options: AcquireOptions | undefined = undefined;
+  /**
+   * For `run`: the acquire options of the call, opaque to the queue (the limiter reads them when it
+   * starts the task; the queue is a layer below the limiter and does not know their type).
+   */
+  options: object | undefined = undefined;
 }
 
 /**
- * @internal One queued request, and the permit it becomes when granted (so a grant allocates
- * nothing). It is its own abort listener (`handleEvent`), so a waiter with a signal costs no extra
- * closure; it keeps only one settle function (a rejection resolves the promise with a rejected one);
- * and everything a plain request does not use lives in {@link WaiterExtras}. The queue may hold
- * 100,000 of them, and the smaller they are the faster they drain: less for the garbage collector to
- * trace while they wait.
+ * @internal Something waiting for a permit: the one contract of every queued request, whoever made
+ * it (`acquire()`, `run()`, or an integration's sink through `Limiter._acquireFor`). The wait queue
+ * stores it (cost, arrival time, extras, slot); the limiter ends its wait exactly once, by granting
+ * it (`_granted`, the waiter has become the permit) or refusing it (`_refused`). The kinds differ
+ * only in what those two do (settle a promise, start a task, call a sink), so the queue and the
+ * limiter treat them all alike.
+ *
+ * The waiter is also the permit it becomes when granted (so a grant allocates nothing), and its own
+ * abort listener (`handleEvent`), so a waiter with a signal costs no extra closure; everything a
+ * plain request does not use lives in {@link WaiterExtras}. The queue may hold 100,000 of them, and
+ * the smaller they are the faster they drain: less for the garbage collector to trace while they wait.
  */
-export class Waiter extends Permit {
+export abstract class Waiter extends Permit {
   /** Clock ms when it entered the queue. */
   readonly enqueuedAt: number;
-  /**
-   * Where the outcome goes: the caller promise's resolve function (called with the permit, the run
-   * task's result, or a rejected promise), or a sink (`Limiter._acquireFor`).
-   */
-  readonly settle: ((value: unknown) => void) | AcquireSink;
   /**
    * Bytes, deadline, signal, selector entry, run options, expiry-heap position; `undefined` when none
    * applies (created later if the waiter enters the expiry heap).
    */
   extras: WaiterExtras | undefined;
-  /** For `run`: the task to start under the permit once granted (the waiter then settles its result). */
-  readonly task: ((signal: AbortSignal) => unknown) | undefined;
-  /** Index in the limiter's list of waiters, -1 once out of it (served, expired, aborted, closed). */
+  /** Index in the queue's list of waiters, -1 once out of it (served, expired, aborted, closed). */
   slot = -1;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
     cost: number,
     enqueuedAt: number,
-    settle: ((value: unknown) => void) | AcquireSink,
     extras: WaiterExtras | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
   ) {
     super(owner, cost, Number.NaN, 0);
     this.enqueuedAt = enqueuedAt;
-    this.settle = settle;
     this.extras = extras;
-    this.task = task;
   }
+
+  /**
+   * The wait ended with a grant: the waiter is now a permit held by its caller (the limiter already
+   * counted it). Hand it over: resolve the caller's promise, start the `run` task, or call the sink.
+   * @param host - what the hand-over may need from the limiter.
+   * @param now - the limiter's time if it was read for this grant (`NaN` otherwise).
+   */
+  abstract _granted(host: GrantHost, now: number): void;
+
+  /** The wait ended with a refusal (expired, aborted, closed): tell the caller, once. */
+  abstract _refused(error: LimitExceededError): void;
 
   /** The caller's deadline (clock ms). */
   get deadline(): number {
@@ -82,8 +105,8 @@ export class Waiter extends Permit {
     return this.extras?.signal;
   }
 
-  /** For `run`: the acquire options of the call. */
-  get options(): AcquireOptions | undefined {
+  /** For `run`: the acquire options of the call (opaque to the queue). */
+  get options(): object | undefined {
     return this.extras?.options;
   }
 

@@ -1,7 +1,7 @@
 import { checkFunction, checkNumber, checkObject, formatValue } from '../internal/validate.js';
-import { GroupList } from './GroupList.js';
-import type { Selector } from './Selector.js';
-import type { SelectorEntry, Waiter } from './Waiter.js';
+import { GroupList } from '../queue/GroupList.js';
+import type { Selector } from '../queue/Selector.js';
+import type { SelectorEntry, Waiter } from '../queue/Waiter.js';
 
 /** Options of tenant fairness (deficit round robin), {@link LimiterOptions.fairness}. */
 export interface FairnessOptions {

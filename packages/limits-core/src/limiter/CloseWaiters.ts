@@ -1,0 +1,64 @@
+import type { Clock } from '../internal/clock.js';
+import { checkKeys, checkNumber } from '../internal/validate.js';
+import type { CloseOptions, CloseResult } from './options.js';
+
+/** A `close()` caller waiting for the permits in flight. */
+interface CloseWaiter {
+  resolve: (result: CloseResult) => void;
+  timer: unknown;
+}
+
+/**
+ * `close()`'s `timeoutMs` (`Infinity` when not given).
+ * @throws TypeError/RangeError for bad options.
+ */
+export function closeTimeout(options: CloseOptions | undefined): number {
+  if (options === undefined) return Infinity;
+  checkKeys('close', options, ['timeoutMs']);
+  return checkNumber('timeoutMs', options.timeoutMs, Infinity, { min: 0, allowInfinity: true });
+}
+
+/**
+ * @internal The `close()` callers of a limiter that wait for its permits in flight: each resolves
+ * when the last permit is released ({@link finish}) or when its own `timeoutMs` passes on the
+ * limiter's clock (with what was still held then).
+ */
+export class CloseWaiters {
+  readonly #clock: Clock;
+  #waiters: CloseWaiter[] = [];
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** Waits for {@link finish}, or `timeoutMs`, then resolves with `held()`. */
+  wait(timeoutMs: number, held: () => CloseResult): Promise<CloseResult> {
+    return new Promise((resolve) => {
+      const waiter: CloseWaiter = { resolve, timer: undefined };
+      this.#waiters.push(waiter);
+      if (timeoutMs === Infinity) return;
+      waiter.timer = this.#clock.setTimeout(() => {
+        waiter.timer = undefined;
+        const i = this.#waiters.indexOf(waiter);
+        if (i >= 0) this.#waiters.splice(i, 1);
+        resolve(held());
+      }, timeoutMs);
+      // The system clock's timers do not hold the process open; a bounded close should (else
+      // `await limiter.close({ timeoutMs })` at the top level ends the process before it resolves).
+      const handle = waiter.timer as { ref?: () => unknown } | null;
+      if (typeof handle === 'object' && handle !== null && typeof handle.ref === 'function') {
+        handle.ref();
+      }
+    });
+  }
+
+  /** Every permit is back: resolves every waiting caller with `drained: true`. */
+  finish(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) {
+      if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
+      w.resolve({ drained: true, permits: 0, inflight: 0 });
+    }
+  }
+}

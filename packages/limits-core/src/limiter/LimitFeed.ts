@@ -1,0 +1,155 @@
+import type { Clock } from '../internal/clock.js';
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
+import { formatValue } from '../internal/validate.js';
+import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import { algorithmName, validLimit } from './checks.js';
+import type { Outcome } from './outcome.js';
+import { ServiceTime } from './ServiceTime.js';
+import { StallDetector } from './StallDetector.js';
+
+/** @internal What a {@link LimitFeed} takes from the resolved limiter options. */
+export interface LimitFeedOptions {
+  algorithm: LimitAlgorithm;
+  adaptive: boolean;
+  sampleEvery: number;
+  initialServiceMs: number;
+  stallThresholdMs: number;
+  clock: Clock;
+}
+
+/**
+ * @internal How a limiter feeds its algorithm: which grants are timed (sampling), what a timed release
+ * tells (the service-time estimate; for an adaptive algorithm a sample, unless a stall of the process
+ * overlapped the call), and the algorithm's new limit, kept only when it is a valid number (a
+ * plug-in's bad value or throw is reported, and the last good limit stays).
+ */
+export class LimitFeed {
+  readonly algorithm: LimitAlgorithm;
+  /** The hold-time estimate (deadline admission and checks, `retryAfterMs`). */
+  readonly service: ServiceTime;
+  /** Detects event-loop stalls that would poison samples (adaptive algorithms only). */
+  readonly stall: StallDetector | undefined;
+  readonly #adaptive: boolean;
+  readonly #sampleEvery: number;
+  readonly #time: MonotonicTime;
+  readonly #onLimit: (previous: number, sample: Sample) => void;
+  readonly #onError: (error: unknown) => void;
+  #sampleCount = 0;
+  #untimed = 0;
+  /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
+  #badLimit = false;
+  /** The algorithm's current limit, as an integer. */
+  limit: number;
+  /** Samples discarded because a stall overlapped them. */
+  stalledSamples = 0;
+
+  /**
+   * @param held - whether permits are out (the stall detector runs only then).
+   * @param onLimit - the limit changed (`limit` holds the new one).
+   * @param onError - a plug-in's error or bad value, to report like a listener error.
+   * @throws RangeError/TypeError when the algorithm's initial limit is not a number in [0, Infinity).
+   */
+  constructor(
+    o: LimitFeedOptions,
+    time: MonotonicTime,
+    held: () => boolean,
+    onLimit: (previous: number, sample: Sample) => void,
+    onError: (error: unknown) => void,
+  ) {
+    this.algorithm = o.algorithm;
+    this.#adaptive = o.adaptive;
+    this.#sampleEvery = o.sampleEvery;
+    this.#time = time;
+    this.#onLimit = onLimit;
+    this.#onError = onError;
+    this.service = new ServiceTime(o.initialServiceMs);
+    if (o.adaptive && o.stallThresholdMs !== Infinity) {
+      const clock = o.clock;
+      // The detector sees the limiter's (monotonic) time, as the permits' start times do.
+      const monotonic: Clock = {
+        now: () => time.now(),
+        setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+        clearTimeout: (handle) => clock.clearTimeout(handle),
+      };
+      this.stall = new StallDetector(monotonic, o.stallThresholdMs, held);
+    }
+    const initial = o.algorithm.limit;
+    if (!validLimit(initial)) {
+      const message = `limits: option "limit" must be a number ≥ 0 or a LimitAlgorithm whose limit is a number in [0, Infinity), got ${algorithmName(o.algorithm)} with limit ${formatValue(initial)}`;
+      throw typeof initial === 'number' && !Number.isNaN(initial)
+        ? new RangeError(message)
+        : new TypeError(message);
+    }
+    this.limit = Math.floor(initial);
+  }
+
+  /**
+   * Whether a grant is timed: adaptive algorithms need every call (or one in `sampleEvery`), and so
+   * do calls with a deadline (deadline checks rely on the service-time estimate); otherwise one call
+   * in 32 keeps that estimate (queue admission, retryAfterMs) current without a clock read per call.
+   */
+  timed(hasDeadline: boolean): boolean {
+    return (
+      (this.#adaptive &&
+        (this.#sampleEvery === 1 || ++this.#sampleCount % this.#sampleEvery === 0)) ||
+      hasDeadline ||
+      (++this.#untimed & 31) === 0
+    );
+  }
+
+  /**
+   * A permit came back after `rtt` ms (`NaN` start time: untimed).
+   * @returns whether its sample was discarded because a stall overlapped it.
+   */
+  released(startTime: number, inflight: number, rtt: number, outcome: Outcome): boolean {
+    if (!Number.isNaN(startTime)) {
+      this.service.observe(rtt);
+      if (this.#adaptive && outcome !== 'ignore') {
+        if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
+          this.stalledSamples++;
+          return true;
+        }
+        this.#update(startTime, inflight, rtt, outcome === 'dropped');
+      }
+    } else if (outcome === 'dropped' && this.#adaptive) {
+      // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
+      // service-time estimate (drops are too important to sample away).
+      const service = this.service.estimate();
+      this.#update(this.#time.now() - service, inflight, service, true);
+    }
+    return false;
+  }
+
+  #update(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
+    const sample: Sample = { startTime, rtt, inflight, dropped };
+    try {
+      this.algorithm.update(sample);
+    } catch (error) {
+      // A throwing algorithm (a plug-in's bug) must not strand the release half-way: the permit's
+      // capacity is already back and queued waiters still need dispatching. Its error is reported
+      // like a listener's ('error' event, else rethrown on a microtask); the limit stays as it was.
+      this.#onError(error);
+      return;
+    }
+    const raw = this.algorithm.limit;
+    if (!validLimit(raw)) {
+      // A plug-in's bad value must not become the capacity (NaN would stop every grant): keep the
+      // last good limit and report it, once until the algorithm gives a good value again.
+      if (!this.#badLimit) {
+        this.#badLimit = true;
+        this.#onError(
+          new RangeError(
+            `limits: the limit algorithm ${algorithmName(this.algorithm)} gave limit ${formatValue(raw)} after update(); a limit must be a number in [0, Infinity). The limiter keeps its last good limit (${this.limit}).`,
+          ),
+        );
+      }
+      return;
+    }
+    this.#badLimit = false;
+    const next = Math.floor(raw);
+    if (next === this.limit) return;
+    const previous = this.limit;
+    this.limit = next;
+    this.#onLimit(previous, sample);
+  }
+}

@@ -1,0 +1,108 @@
+import type { CostEstimator } from '../fairness/CostEstimator.js';
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
+import type { PromiseCapture } from '../internal/PromiseCapture.js';
+import type { GrantHost, Waiter } from '../queue/Waiter.js';
+import type { LeakTracker } from './LeakTracker.js';
+import type { AcquireOptions } from './options.js';
+import type { Permit } from './Permit.js';
+import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
+
+/**
+ * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
+ * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path, or with a time
+ * budget or a caller signal the task's scope (its own signal, the deadline timer) set up by
+ * `runBudgeted`; and with a cost estimator, what each kind of call really cost fed back to it.
+ */
+export class TaskRunner implements GrantHost {
+  readonly #time: MonotonicTime;
+  readonly #capture: PromiseCapture;
+  readonly #estimator: CostEstimator | undefined;
+  readonly #leaks: LeakTracker | undefined;
+  /** The hooks of a call without a kind (classify, listener errors). */
+  readonly hooks: RunHooks;
+
+  constructor(
+    time: MonotonicTime,
+    capture: PromiseCapture,
+    hooks: RunHooks,
+    estimator: CostEstimator | undefined,
+    leaks: LeakTracker | undefined,
+  ) {
+    this.#time = time;
+    this.#capture = capture;
+    this.hooks = hooks;
+    this.#estimator = estimator;
+    this.#leaks = leaks;
+  }
+
+  /** Leak-tracks a permit handed to an `acquire()` caller (when leak tracking is on). */
+  track(permit: Permit): void {
+    this.#leaks?.track(permit);
+  }
+
+  /** Runs a task admitted at once; the returned promise settles with its result. */
+  start(
+    permit: Permit,
+    task: (signal: AbortSignal) => unknown,
+    options: AcquireOptions | undefined,
+    deadline: number,
+    now: number,
+  ): Promise<unknown> {
+    const signal = options?.signal;
+    if (signal === undefined && deadline === Infinity) {
+      return runUnderPermit(permit, task, taskSignal(task), this.#hooksFor(options));
+    }
+    const promise = this.#capture.promise();
+    const resolve = this.#capture.take();
+    runBudgeted(
+      permit,
+      task,
+      signal,
+      deadline === Infinity ? Infinity : deadline - now,
+      this.#time.clock,
+      this.#hooksFor(options),
+      resolve,
+    );
+    return promise;
+  }
+
+  /** Starts a queued `run()`'s task under its granted waiter; the result settles it through `resolve`. */
+  startQueued(
+    w: Waiter,
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    known: number,
+  ): void {
+    const options = w.options as AcquireOptions | undefined;
+    const signal = options?.signal;
+    const deadline = w.deadline;
+    if (signal === undefined && deadline === Infinity) {
+      runQueued(w, task, taskSignal(task), this.#hooksFor(options), resolve);
+      return;
+    }
+    const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
+    runBudgeted(
+      w,
+      task,
+      signal,
+      deadline === Infinity ? Infinity : deadline - now,
+      this.#time.clock,
+      this.#hooksFor(options),
+      resolve,
+    );
+  }
+
+  #hooksFor(options: AcquireOptions | undefined): RunHooks {
+    const estimator = this.#estimator;
+    const kind = options?.kind;
+    if (estimator === undefined || kind === undefined) return this.hooks;
+    // Fair queueing charges estimates: feed it what this kind of call really cost (ms held).
+    const time = this.#time;
+    const start = time.now();
+    const bytes = options?.bytes ?? 0;
+    return {
+      ...this.hooks,
+      onSettled: () => estimator.observe(kind, Math.max(0, time.now() - start), bytes),
+    };
+  }
+}

@@ -1,0 +1,48 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { LimiterEvents } from './events.js';
+
+/**
+ * @internal The limiter's event plumbing, and the one place that knows eventemitter3's internals.
+ * Listener errors never reach the limiter's caller: they go to the `error` event, else are rethrown
+ * on a microtask.
+ */
+type Emitter = EventEmitter<LimiterEvents>;
+type Listeners = Partial<Record<keyof LimiterEvents, unknown>>;
+
+/**
+ * eventemitter3's listener table: `listeners(limiter).release !== undefined` tells whether anyone
+ * listens, with a property read instead of a `listenerCount` call (this runs several times per call).
+ * A plain function, not a private getter: V8 (Node 20) calls into its runtime for every private
+ * accessor read.
+ */
+export function listeners(emitter: Emitter): Listeners {
+  return (emitter as unknown as { _events: Listeners })._events;
+}
+
+/** Emits `event`; a listener that throws is reported with {@link reportListenerError}. */
+export function emitSafely<E extends keyof LimiterEvents>(
+  emitter: Emitter,
+  event: E,
+  payload: Parameters<LimiterEvents[E]>[0],
+): void {
+  try {
+    (emitter.emit as (e: E, p: unknown) => boolean)(event, payload);
+  } catch (error) {
+    reportListenerError(emitter, error);
+  }
+}
+
+/** Reports an error of a listener (or a plug-in): the `error` event, else a throw on a microtask. */
+export function reportListenerError(emitter: Emitter, error: unknown): void {
+  if (listeners(emitter).error !== undefined) {
+    try {
+      emitter.emit('error', error);
+      return;
+    } catch {
+      // An error listener that throws is reported like any other listener error.
+    }
+  }
+  queueMicrotask(() => {
+    throw error;
+  });
+}
