@@ -26,7 +26,7 @@ import type {
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
 import { resolveOptions } from './resolveOptions.js';
-import { runUnderPermit, taskSignal } from './runTask.js';
+import { NEVER_ABORTED, runUnderPermit } from './runTask.js';
 import { TaskRunner } from './TaskRunner.js';
 import { PromiseWaiter, SinkWaiter, waiterExtras } from './waiters.js';
 
@@ -308,10 +308,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
    * settles, then released as `dropped`.
    *
-   * The task's signal: a task that declares a parameter (`task.length > 0`) gets a signal of its own,
-   * following the caller's `signal` and aborting at the budget (creating one costs about 2 µs on
-   * Node 20). A task declaring no parameter gets the caller's signal as is, or without one a shared
-   * inert signal that never aborts and keeps no listeners.
+   * The task's signal: with a budget or a caller `signal`, a task that declares a parameter
+   * (`task.length > 0`) gets a signal of its own, following the caller's and aborting at the budget
+   * (creating one costs about 2 µs on Node 20); a task declaring none gets the caller's signal as is.
+   * Without either, the signal can never abort: it is one shared inert signal that keeps no listeners
+   * (what `fetch` adds to it is dropped), which keeps `run()` without options at its old cost.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
@@ -327,7 +328,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
-      return runUnderPermit(permit, task, taskSignal(task), this.#runner.hooks);
+      return runUnderPermit(permit, task, NEVER_ABORTED, this.#runner.hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.

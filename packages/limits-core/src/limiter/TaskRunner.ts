@@ -5,7 +5,7 @@ import type { GrantHost, Waiter } from '../queue/Waiter.js';
 import type { LeakTracker } from './LeakTracker.js';
 import type { AcquireOptions } from './options.js';
 import type { Permit } from './Permit.js';
-import { type RunHooks, runBudgeted, runQueued, runUnderPermit, taskSignal } from './runTask.js';
+import { NEVER_ABORTED, type RunHooks, runBudgeted, runQueued, runUnderPermit } from './runTask.js';
 
 /**
  * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
@@ -50,7 +50,7 @@ export class TaskRunner implements GrantHost {
   ): Promise<unknown> {
     const signal = options?.signal;
     if (signal === undefined && deadline === Infinity) {
-      return runUnderPermit(permit, task, taskSignal(task), this.#hooksFor(options));
+      return runUnderPermit(permit, task, NEVER_ABORTED, this.#hooksFor(options));
     }
     const promise = this.#capture.promise();
     const resolve = this.#capture.take();
@@ -77,7 +77,7 @@ export class TaskRunner implements GrantHost {
     const signal = options?.signal;
     const deadline = w.deadline;
     if (signal === undefined && deadline === Infinity) {
-      runQueued(w, task, taskSignal(task), this.#hooksFor(options), resolve);
+      runQueued(w, task, NEVER_ABORTED, this.#hooksFor(options), resolve);
       return;
     }
     const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
