@@ -90,6 +90,12 @@ async function makeContender(name) {
         limiter.run(job, { timeout: DEADLINE_MS }).then(
           () => {},
           (e) => {
+            // A started job past its deadline: run() answers at the deadline with a TimeoutError
+            // (the time budget is end to end); the job itself still finishes and is counted then.
+            if (e?.name === 'TimeoutError') {
+              rec.reason = 'TimeoutError';
+              return;
+            }
             if (!(e instanceof LimitExceededError)) throw e;
             rec.reason = e.reason;
             if (rec.start === undefined) {
