@@ -49,7 +49,15 @@ export class LeakTracker {
   readonly #registry: FinalizationRegistry<TrackedPermit>;
   readonly #owner: PermitOwner;
   readonly #stacks: boolean;
-  #young: Permit[] = [];
+  /**
+   * The window: permits granted since the last check, in a preallocated array reused across windows
+   * (a fresh, growing array per window was about 16 bytes of garbage per grant, enough to add a
+   * scavenge to every drain of a long queue); slots past `#youngCount` are empty.
+   */
+  readonly #young: Array<Permit | undefined> = new Array<Permit | undefined>(LEAK_BATCH).fill(
+    undefined,
+  );
+  #youngCount = 0;
   #timer: unknown = undefined;
   #warned = false;
 
@@ -70,13 +78,14 @@ export class LeakTracker {
       this.#register(permit, new Error('permit acquired here').stack);
       return;
     }
-    const young = this.#young;
-    young.push(permit);
-    if (young.length === 1) {
+    const n = this.#youngCount;
+    this.#young[n] = permit;
+    this.#youngCount = n + 1;
+    if (n === 0) {
       const timer = setTimer(this.#flush, LEAK_WINDOW_MS) as unknown as { unref?: () => void };
       timer.unref?.();
       this.#timer = timer;
-    } else if (young.length >= LEAK_BATCH) {
+    } else if (n + 1 >= LEAK_BATCH) {
       this.#flush();
     }
   }
@@ -93,8 +102,14 @@ export class LeakTracker {
       this.#timer = undefined;
     }
     const young = this.#young;
-    this.#young = [];
-    for (const permit of young) if (!permit.released) this.#register(permit, undefined);
+    const n = this.#youngCount;
+    this.#youngCount = 0;
+    for (let i = 0; i < n; i++) {
+      const permit = young[i] as Permit;
+      // The slot is emptied: the window retains nothing once checked.
+      young[i] = undefined;
+      if (!permit.released) this.#register(permit, undefined);
+    }
   };
 
   #register(permit: Permit, stack: string | undefined): void {
