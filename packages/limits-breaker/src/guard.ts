@@ -359,6 +359,9 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       new Limiter({
         limit: new VegasLimit(),
         probeSlots: o.probeSlots,
+        // The guard completes every permit it takes (no user code holds one), so its own limiter
+        // needs no leak tracking; `limit: { trackLeaks }` still overrides it.
+        trackLeaks: 'off',
         ...(o.clock === undefined ? {} : { clock: o.clock }),
         ...o.limit,
       });
