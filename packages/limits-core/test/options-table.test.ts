@@ -182,18 +182,6 @@ describe('the README options tables', () => {
   }
 });
 
-/** Whether acquire options are checked on entry (unknown keys refused); added by another change. */
-const ACQUIRE_KEYS_CHECKED = (() => {
-  try {
-    new Limiter({ limit: 1 }).tryAcquire({ costt: 1 } as AcquireOptions)?.ignore();
-    return false;
-  } catch {
-    return true;
-  }
-})();
-/** Rows whose values are checked on the queueing path today, whatever the change above. */
-const ACQUIRE_CHECKED_TODAY = ['deadline', 'timeout', 'cost', 'bytes', 'priority'];
-
 /** What a queued `acquire(options)` does within a few microtasks: the error, or `'pending'`/`'granted'`. */
 async function acquireOutcome(options: Record<string, unknown>): Promise<unknown> {
   const limiter = new Limiter({ limit: 1, maxQueued: 10, priority: {}, clock: new FakeClock() });
@@ -220,27 +208,20 @@ async function acquireOutcome(options: Record<string, unknown>): Promise<unknown
 describe('the README acquire options table', () => {
   // issue 9, bad input: a test per row of the acquire options table
   for (const row of rows.filter((r) => r.table === 'acquire')) {
-    const checked = ACQUIRE_KEYS_CHECKED || ACQUIRE_CHECKED_TODAY.includes(row.option);
-    test.skipIf(!checked)(
-      `acquire row "${row.option}": a wrong type and values out of range are refused naming it`,
-      async () => {
-        const bad = row.option === 'signal' ? { aborted: 'no' } : wrongType(row);
-        const e = await acquireOutcome(at(row.option, bad));
-        expect(e, `${row.option}: ${String(bad)}`).toBeInstanceOf(TypeError);
-        expect((e as Error).message).toContain(`"${row.option}"`);
-        for (const v of outOfRange(row)) {
-          const r = await acquireOutcome(at(row.option, v));
-          expect(r, `${row.option}: ${v}`).toBeInstanceOf(RangeError);
-          expect((r as Error).message).toContain(`"${row.option}"`);
-        }
-      },
-    );
-    test.skipIf(!ACQUIRE_KEYS_CHECKED)(
-      `acquire row "${row.option}" exists (a misspelling is refused with it as the nearest name)`,
-      async () => {
-        const e = await acquireOutcome(at(misspelt(row.option), 1));
-        expect((e as Error).message).toMatch(new RegExp(`did you mean "${quote(row.option)}"`));
-      },
-    );
+    test(`acquire row "${row.option}": a wrong type and values out of range are refused naming it`, async () => {
+      const bad = row.option === 'signal' ? { aborted: 'no' } : wrongType(row);
+      const e = await acquireOutcome(at(row.option, bad));
+      expect(e, `${row.option}: ${String(bad)}`).toBeInstanceOf(TypeError);
+      expect((e as Error).message).toContain(`"${row.option}"`);
+      for (const v of outOfRange(row)) {
+        const r = await acquireOutcome(at(row.option, v));
+        expect(r, `${row.option}: ${v}`).toBeInstanceOf(RangeError);
+        expect((r as Error).message).toContain(`"${row.option}"`);
+      }
+    });
+    test(`acquire row "${row.option}" exists (a misspelling is refused with it as the nearest name)`, async () => {
+      const e = await acquireOutcome(at(misspelt(row.option), 1));
+      expect((e as Error).message).toMatch(new RegExp(`did you mean "${quote(row.option)}"`));
+    });
   }
 });
