@@ -1,12 +1,13 @@
 import {
   type AcquireOptions,
+  acquireOptionNames,
   type Clock,
+  checkAcquireOptions,
   checkBoolean,
   checkFunction,
   checkKeys,
   checkNumber,
   checkObject,
-  checkSignal,
   checkString,
   formatValue,
   type Limiter,
@@ -36,17 +37,8 @@ const GUARD_KEYS = [
   'name',
 ] as const;
 
-/** Every key of limits-core's AcquireOptions. */
-const ACQUIRE_KEYS = [
-  'signal',
-  'deadline',
-  'timeout',
-  'cost',
-  'bytes',
-  'tenant',
-  'kind',
-  'priority',
-] as const;
+/** The names of the `acquire` option's keys in messages (`acquire.timeout`). */
+const ACQUIRE_NAMES = acquireOptionNames('acquire.');
 
 /** opossum options the guard does not take, with what to use instead. */
 const OPOSSUM_ONLY: Record<string, string> = {
@@ -203,15 +195,7 @@ function checkTimeout(value: unknown): number | false {
 function checkAcquire(value: unknown): AcquireOptions | undefined {
   const acquire = checkObject<Record<string, unknown>>('acquire', value);
   if (acquire === undefined) return undefined;
-  checkKeys('guard', acquire, ACQUIRE_KEYS, 'acquire.');
-  checkSignal('acquire.signal', acquire.signal);
-  checkNumber('acquire.deadline', acquire.deadline, 0, { allowInfinity: true });
-  checkNumber('acquire.timeout', acquire.timeout, 0, { min: 0, allowInfinity: true });
-  checkNumber('acquire.cost', acquire.cost, 1, { min: 0, minExclusive: true });
-  checkNumber('acquire.bytes', acquire.bytes, 0, { min: 0 });
-  checkString('acquire.tenant', acquire.tenant);
-  checkString('acquire.kind', acquire.kind);
-  checkNumber('acquire.priority', acquire.priority, 0);
+  checkAcquireOptions('guard', acquire as AcquireOptions, ACQUIRE_NAMES);
   return acquire as AcquireOptions;
 }
 

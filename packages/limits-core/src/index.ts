@@ -29,6 +29,12 @@ export type { NoLoadRttOptions } from './limit/NoLoadRtt.js';
 export { VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
 export type { AcquireSink } from './limiter/AcquireSink.js';
+/** The acquire options' check, for integration packages that take acquire options of their own. */
+export {
+  type AcquireOptionNames,
+  acquireOptionNames,
+  checkAcquire as checkAcquireOptions,
+} from './limiter/checks.js';
 export type {
   AcquireEvent,
   ExpireEvent,

@@ -18,20 +18,59 @@ const TIMEOUT_RANGE: NumberRange = { min: 0, allowInfinity: true };
 const COST_RANGE: NumberRange = { min: 0, minExclusive: true };
 const BYTES_RANGE: NumberRange = { min: 0 };
 
+/** How {@link checkAcquire} names the acquire options in messages: a path prefix and each full name. */
+export interface AcquireOptionNames {
+  readonly prefix: string;
+  readonly signal: string;
+  readonly deadline: string;
+  readonly timeout: string;
+  readonly cost: string;
+  readonly bytes: string;
+  readonly tenant: string;
+  readonly kind: string;
+  readonly priority: string;
+}
+
+/**
+ * The names of the acquire options under `prefix` (e.g. `"acquire."` for a guard's `acquire` option).
+ * Build them once: `checkAcquire` runs on every call with options and must not build strings.
+ */
+export function acquireOptionNames(prefix: string): AcquireOptionNames {
+  return {
+    prefix,
+    signal: `${prefix}signal`,
+    deadline: `${prefix}deadline`,
+    timeout: `${prefix}timeout`,
+    cost: `${prefix}cost`,
+    bytes: `${prefix}bytes`,
+    tenant: `${prefix}tenant`,
+    kind: `${prefix}kind`,
+    priority: `${prefix}priority`,
+  };
+}
+
+const PLAIN_NAMES = acquireOptionNames('');
+
 /**
  * Validates acquire options (every path, not only when queueing): unknown keys, types and ranges.
+ * @param where - what the options are for, in messages (`"acquire"`, `"run"`, `"guard"`).
+ * @param names - the option names in messages (default: unprefixed); see {@link acquireOptionNames}.
  * @throws TypeError/RangeError naming the option.
  */
-export function checkAcquire(where: string, o: AcquireOptions): void {
-  checkKeys(where, o, ACQUIRE_KEYS);
-  checkSignal('signal', o.signal);
-  checkNumber('deadline', o.deadline, 0, DEADLINE_RANGE);
-  checkNumber('timeout', o.timeout, 0, TIMEOUT_RANGE);
-  checkNumber('cost', o.cost, 1, COST_RANGE);
-  checkNumber('bytes', o.bytes, 0, BYTES_RANGE);
-  checkString('tenant', o.tenant);
-  checkString('kind', o.kind);
-  checkNumber('priority', o.priority, 0);
+export function checkAcquire(
+  where: string,
+  o: AcquireOptions,
+  names: AcquireOptionNames = PLAIN_NAMES,
+): void {
+  checkKeys(where, o, ACQUIRE_KEYS, names.prefix);
+  checkSignal(names.signal, o.signal);
+  checkNumber(names.deadline, o.deadline, 0, DEADLINE_RANGE);
+  checkNumber(names.timeout, o.timeout, 0, TIMEOUT_RANGE);
+  checkNumber(names.cost, o.cost, 1, COST_RANGE);
+  checkNumber(names.bytes, o.bytes, 0, BYTES_RANGE);
+  checkString(names.tenant, o.tenant);
+  checkString(names.kind, o.kind);
+  checkNumber(names.priority, o.priority, 0);
 }
 
 /** A limit an algorithm may give: a number in `[0, Infinity)`. */
