@@ -101,8 +101,22 @@ async function follow(
     failed = true;
     error = e;
   }
-  // As in runUnderPermit, an error while reporting the outcome (a failing `onSettled` hook) becomes
-  // the caller's error rather than an unhandled rejection of this function with the caller waiting.
+  answer(permit, failed, error, value, hooks, resolve);
+}
+
+/**
+ * Reports a settled task's outcome on its permit, then answers the caller through `resolve`. As in
+ * runUnderPermit, an error while reporting the outcome (a failing `onSettled` hook) becomes the
+ * caller's error rather than an unhandled rejection with the caller waiting.
+ */
+function answer(
+  permit: Permit,
+  failed: boolean,
+  error: unknown,
+  value: unknown,
+  hooks: RunHooks,
+  resolve: (value: unknown) => void,
+): void {
   try {
     settle(
       permit,
@@ -234,18 +248,7 @@ async function followScoped(scope: TaskScope, result: unknown): Promise<void> {
     scope.permit.dropped();
     return;
   }
-  try {
-    settle(
-      scope.permit,
-      failed ? (error ?? new Error('task rejected with undefined')) : undefined,
-      value,
-      scope.hooks,
-    );
-  } catch (settleError) {
-    scope.resolve(Promise.reject(settleError));
-    return;
-  }
-  scope.resolve(failed ? Promise.reject(error) : value);
+  answer(scope.permit, failed, error, value, scope.hooks, scope.resolve);
 }
 
 /** Reports how the task ended on its permit; `error` is `undefined` when it resolved. */
