@@ -129,7 +129,7 @@ globalThis.clearInterval = function clearInterval(t) {
 
 // LIMITS_CORE / LIMITS_BREAKER=/abs/path/dist/index.js run another build (as in queue-memory.mjs);
 // limits-breaker keeps resolving limits-core on its own.
-const { Limiter, VegasLimit, LimitExceededError } = await import(
+const { Limiter, VegasLimit, LimitExceededError, seededRandom } = await import(
   process.env.LIMITS_CORE ?? 'limits-core'
 );
 const { guard, CircuitOpenError } = await import(process.env.LIMITS_BREAKER ?? 'limits-breaker');
@@ -195,18 +195,6 @@ const watchdog = realSetTimeout(() => {
 function describeError(e) {
   if (e instanceof Error) return `${e.name}${e.code ? ` [${e.code}]` : ''}: ${e.message}`;
   return `non-error ${typeof e}: ${String(e)}`;
-}
-
-/** mulberry32: a small seeded generator, so a run's operation sequence is reproducible. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -371,7 +359,7 @@ const HANG_TASK_MS = 40;
 
 async function phase1() {
   const limiter = new Limiter({ limit: new VegasLimit(VEGAS), ...LIMITER_OPTIONS });
-  const random = rng(SEED);
+  const random = seededRandom(SEED);
   const kinds = new Counter();
   const outcomes = new Counter();
   const unexpected = [];
@@ -750,7 +738,7 @@ const P2_WORKERS = 128; // per guard
 const FALLBACK = -1;
 
 async function phase2() {
-  const random = rng(SEED + 1);
+  const random = seededRandom(SEED + 1);
   let mode = 'healthy';
   let cycle = 0;
   const outageKinds = new Counter();
