@@ -53,16 +53,7 @@ export class TaskRunner implements GrantHost {
       return runUnderPermit(permit, task, NEVER_ABORTED, this.#hooksFor(options));
     }
     const promise = this.#capture.promise();
-    const resolve = this.#capture.take();
-    runBudgeted(
-      permit,
-      task,
-      signal,
-      deadline === Infinity ? Infinity : deadline - now,
-      this.#time.clock,
-      this.#hooksFor(options),
-      resolve,
-    );
+    this.#budgeted(permit, task, options, deadline, now, this.#capture.take());
     return promise;
   }
 
@@ -81,10 +72,22 @@ export class TaskRunner implements GrantHost {
       return;
     }
     const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
+    this.#budgeted(w, task, options, deadline, now, resolve);
+  }
+
+  /** Runs a task with a time budget (to `deadline`, from `now`) or a caller signal; see `runBudgeted`. */
+  #budgeted(
+    permit: Permit,
+    task: (signal: AbortSignal) => unknown,
+    options: AcquireOptions | undefined,
+    deadline: number,
+    now: number,
+    resolve: (value: unknown) => void,
+  ): void {
     runBudgeted(
-      w,
+      permit,
       task,
-      signal,
+      options?.signal,
       deadline === Infinity ? Infinity : deadline - now,
       this.#time.clock,
       this.#hooksFor(options),
