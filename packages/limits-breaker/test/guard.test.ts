@@ -1,9 +1,10 @@
 import { createRequire } from 'node:module';
-import { type Clock, type LimitExceededError, Limiter } from 'limits-core';
+import { type LimitExceededError, Limiter } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { type CircuitState, guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
+import { clock, deferred } from './support/timers.js';
 
 const require = createRequire(import.meta.url);
 const nodeMajor = Number(process.versions.node.split('.')[0]);
@@ -12,23 +13,6 @@ const engines: Array<[string, OpossumConstructor]> = [
   ['opossum 9', require('opossum') as OpossumConstructor],
 ];
 if (nodeMajor >= 22) engines.push(['opossum 10', require('opossum10') as OpossumConstructor]);
-
-/** A clock on the (faked) global timers. */
-const clock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-};
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 const flush = async () => {
   for (let i = 0; i < 10; i++) await Promise.resolve();

@@ -1,29 +1,13 @@
 import { createRequire } from 'node:module';
-import { type Clock, LimitExceededError, Limiter } from 'limits-core';
+import { LimitExceededError, Limiter } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { type FallbackCause, type GuardOptions, guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
+import { clock, deferred } from './support/timers.js';
 
 const require = createRequire(import.meta.url);
 const CircuitBreaker = require('opossum') as OpossumConstructor;
-
-/** A clock on the (faked) global timers. */
-const clock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-};
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 /** The real setImmediate (fake timers replace the global): a macrotask turn lets Node report unhandled rejections. */
 const realSetImmediate = globalThis.setImmediate;

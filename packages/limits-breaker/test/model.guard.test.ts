@@ -12,11 +12,11 @@
  */
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
-import type { Clock } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
 import { type CircuitState, guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
+import { clock } from './support/timers.js';
 
 const require = createRequire(import.meta.url);
 const CircuitBreaker = require('opossum') as OpossumConstructor;
@@ -33,13 +33,6 @@ const skipped = new Set(
 );
 /** Whether the checks of finding `n` run (`N1`: the new finding of this suite, see below). */
 const checks = (n: number | string) => !skipped.has(String(n));
-
-/** A clock on the (faked) global timers, which opossum uses too. */
-const clock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-};
 
 type Behaviour = 'ok' | 'fail' | 'hang' | 'syncThrow' | 'value' | 'abortAware' | 'badThenable';
 
