@@ -47,7 +47,6 @@ export class LimitFeed {
    * @param held - whether permits are out (the stall detector runs only then).
    * @param onLimit - the limit changed (`limit` holds the new one).
    * @param onError - a plug-in's error or bad value, to report like a listener error.
-   * @throws RangeError/TypeError when the algorithm's initial limit is not a number in [0, Infinity).
    */
   constructor(
     o: LimitFeedOptions,
@@ -73,14 +72,8 @@ export class LimitFeed {
       };
       this.stall = new StallDetector(monotonic, o.stallThresholdMs, held);
     }
-    const initial = o.algorithm.limit;
-    if (!validLimit(initial)) {
-      const message = `limits: option "limit" must be a number ≥ 0 or a LimitAlgorithm whose limit is a number in [0, Infinity), got ${algorithmName(o.algorithm)} with limit ${formatValue(initial)}`;
-      throw typeof initial === 'number' && !Number.isNaN(initial)
-        ? new RangeError(message)
-        : new TypeError(message);
-    }
-    this.limit = Math.floor(initial);
+    // resolveOptions checked the algorithm's initial limit (`checkAlgorithm`): a number in [0, Infinity).
+    this.limit = Math.floor(o.algorithm.limit);
   }
 
   /**
