@@ -2,7 +2,6 @@ import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
 import {
   type AcquireOptions,
-  type AcquireSink,
   type Clock,
   defaultClassify,
   formatValue,
@@ -13,6 +12,8 @@ import {
   type LimiterSnapshot,
   LimitsError,
   type Permit,
+  type PermitRequest,
+  type QueueTicket,
   type RejectEvent,
   type ReleaseEvent,
   systemClock,
@@ -183,7 +184,7 @@ function loadOpossum(): OpossumConstructor {
  * sits in the timeout list and the list of calls in flight. One object and one caller promise per
  * call, where a promise chain through `limiter.acquire()` took several of each.
  */
-class Call extends CallContext implements Timed, AcquireSink {
+class Call extends CallContext implements Timed, PermitRequest {
   /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
@@ -196,10 +197,10 @@ class Call extends CallContext implements Timed, AcquireSink {
   /** LIVE, ANSWERED, TIMED_OUT, TRIAL and SHED bits (one field: the queue may hold 10^5 calls). */
   #flags: number;
   /**
-   * The permit, once granted; before that, while the call waits in the limiter's queue, the limiter's
-   * handle of the waiting request (to take it out of the queue; one field less per queued call).
+   * The permit, once granted; before that, while the call waits in the limiter's queue, its queue
+   * ticket (to take it out of the queue; one field less per queued call).
    */
-  permit: Permit | undefined = undefined;
+  permit: Permit | QueueTicket | undefined = undefined;
   /** Clock ms when the action started. */
   start = 0;
   /**
@@ -258,13 +259,13 @@ class Call extends CallContext implements Timed, AcquireSink {
   expire(): void {
     this.guard._timeout(this);
   }
-  _queued(waiter: unknown): void {
-    this.guard._queued(this, waiter);
+  queued(ticket: QueueTicket): void {
+    this.guard._queued(this, ticket);
   }
-  _granted(permit: Permit): void {
+  granted(permit: Permit): void {
     this.guard._granted(this, permit);
   }
-  _refused(error: LimitExceededError): void {
+  refused(error: LimitExceededError): void {
     this.guard._refused(this, error);
   }
 }
@@ -302,7 +303,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   #shut = false;
   /**
    * Calls waiting in the limiter's queue, oldest first: when the circuit opens, each is taken out of
-   * the queue (`Limiter._abortWaiter`) and answered `open`. Filing a call costs a few field writes;
+   * the queue (its `QueueTicket`) and answered `open`. Filing a call costs a few field writes;
    * calls that get a permit at once are never filed. (An AbortSignal passed with each queued acquire
    * would do it through public API, but it made every queued call carry the limiter's per-waiter
    * extras: 25 % more per call with 10,000 queued, and Node's EventTarget scans its listener list on
@@ -328,6 +329,11 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   #freshNow = Number.NaN;
   /** Start time of the last call started: starts never go backwards (the timeout list relies on it). */
   #lastStart = -Infinity;
+  /**
+   * The answer of a call the limiter refused at admission, inside `acquireWith` (taken at once by
+   * `fire`, which had no promise for that caller yet).
+   */
+  #refusal: Promise<R> | undefined = undefined;
   /** The resolve function `#capture` just received (taken at once by `fire`). */
   #captured: ((value: unknown) => void) | undefined = undefined;
   /** One shared promise executor instead of a closure per call. */
@@ -479,21 +485,25 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       args.length === 0 ? (EMPTY_ARGS as A) : args,
       this.#episode,
     );
-    const permit = this.limiter.tryAcquire(this.#acquire);
+    // (The `acquire` option was checked at construction: this does not throw.)
+    const permit = this.limiter.acquireWith(call, this.#acquire);
     if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
+    const refusal = this.#refusal;
+    if (refusal !== undefined) {
+      // Refused at admission, before acquireWith returned (see `_refused`).
+      this.#refusal = undefined;
+      return refusal;
+    }
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
     const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
     call.resolve = this.#captured as (value: unknown) => void;
     this.#captured = undefined;
-    // (The `acquire` option was checked at construction: this does not throw.)
-    const granted = this.limiter._acquireFor(call, this.#acquire);
-    if (granted !== undefined) this._granted(call, granted);
     return promise;
   }
 
-  /** @internal The limiter queued `call` as `waiter`: filed, to be shed if the circuit opens. */
-  _queued(call: Call, waiter: unknown): void {
-    call.permit = waiter as Permit;
+  /** @internal The limiter queued `call`: filed with its ticket, to be shed if the circuit opens. */
+  _queued(call: Call, ticket: QueueTicket): void {
+    call.permit = ticket;
     const tail = this.#queuedTail;
     call.cprev = tail;
     call.cnext = undefined;
@@ -509,12 +519,11 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
    * `_granted`.
    */
   #shedQueued(): void {
-    const limiter = this.limiter as unknown as { _abortWaiter?(waiter: unknown): void };
     for (let call = this.#queuedHead; call !== undefined; call = this.#queuedHead) {
-      const waiter = call.permit;
+      const ticket = call.permit as QueueTicket;
       this.#leaveQueue(call);
       call.shed = true;
-      limiter._abortWaiter?.(waiter);
+      ticket.cancel();
     }
   }
 
@@ -568,11 +577,12 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
     this.#leaveQueue(call);
     this.#endTrial(call);
     call.answered = true;
-    if (call.shed) {
-      call.resolve(this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
-    } else {
-      call.resolve(this.#fail('limit', call.args as A, error));
-    }
+    const answer = call.shed
+      ? this.#fail('open', call.args as A, new CircuitOpenError('OPEN'))
+      : this.#fail('limit', call.args as A, error);
+    // Refused at admission: `fire` has no promise for the caller yet and returns this one.
+    if (call.resolve === noop) this.#refusal = answer;
+    else call.resolve(answer);
   }
 
   /** Counts, limiter snapshot and latency percentiles. */
@@ -605,7 +615,8 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
         call.answered = true;
         call.resolve(Promise.reject(error));
       }
-      call.permit?.ignore();
+      // Calls in flight have started: `permit` is their permit.
+      (call.permit as Permit).ignore();
     }
     this.#callsHead = undefined;
     for (const off of this.#unsubscribe) off();

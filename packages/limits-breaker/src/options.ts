@@ -213,7 +213,7 @@ function checkClock(value: unknown): Clock | undefined {
 }
 
 /** What the guard calls on a limiter (a `Limiter`, or an object that quacks like one). */
-const LIMITER_METHODS = ['tryAcquire', '_acquireFor', 'snapshot', 'close', 'on', 'off'] as const;
+const LIMITER_METHODS = ['acquireWith', 'snapshot', 'close', 'on', 'off'] as const;
 
 function checkLimiter(value: unknown): Limiter | undefined {
   if (value === undefined) return undefined;

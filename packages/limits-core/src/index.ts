@@ -28,7 +28,6 @@ export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit
 export type { NoLoadRttOptions } from './limit/NoLoadRtt.js';
 export { VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
-export type { AcquireSink } from './limiter/AcquireSink.js';
 /** The acquire options' check, for integration packages that take acquire options of their own. */
 export {
   type AcquireOptionNames,
@@ -57,6 +56,7 @@ export type {
 } from './limiter/options.js';
 export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
 export { Permit } from './limiter/Permit.js';
+export type { PermitRequest, QueueTicket } from './limiter/PermitRequest.js';
 export {
   type Ledger,
   PartitionedLimiter,

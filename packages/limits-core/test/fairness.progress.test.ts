@@ -8,7 +8,7 @@ import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter() {}, _release() {} };
+const owner = { _abortWaiter: () => false, _release() {} };
 
 /**
  * A waiter whose charge is read through a getter that throws after `budget` reads, so a selector

@@ -7,7 +7,7 @@ import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter() {}, _release() {} };
+const owner = { _abortWaiter: () => false, _release() {} };
 function waiter(tenant: string, charge: number): Waiter {
   const extras = new WaiterExtras();
   const w = new Waiter(owner, 1, 0, () => {}, extras, undefined);

@@ -177,11 +177,11 @@ describe('bad acquire input is refused before anything changes', () => {
   });
 
   // bad input
-  test('_acquireFor validates like acquire and changes nothing on bad input', () => {
+  test('acquireWith validates like acquire and changes nothing on bad input', () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5, priority: {} });
     const held = limiter.tryAcquire() as Permit;
-    const sink = { _granted: vi.fn(), _refused: vi.fn() };
-    expect(() => limiter._acquireFor(sink, { priority: Number.NaN })).toThrow(TypeError);
+    const request = { granted: vi.fn(), refused: vi.fn() };
+    expect(() => limiter.acquireWith(request, { priority: Number.NaN })).toThrow(TypeError);
     expect(limiter.queued).toBe(0);
     held.success();
   });

@@ -2,16 +2,16 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
-import type { AcquireSink } from '../src/limiter/AcquireSink.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { Permit } from '../src/limiter/Permit.js';
+import type { PermitRequest } from '../src/limiter/PermitRequest.js';
 import { ExpiryHeap } from '../src/queue/ExpiryHeap.js';
 import { WaiterExtras } from '../src/queue/Waiter.js';
 import { WaiterList } from '../src/queue/WaiterList.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter() {}, _release() {} };
+const owner = { _abortWaiter: () => false, _release() {} };
 const waiter = (extras?: WaiterExtras) => new Waiter(owner, 1, 0, () => {}, extras, undefined);
 
 /** The list's waiters, oldest first. */
@@ -140,33 +140,33 @@ describe('a queued waiter is its own permit', () => {
   });
 });
 
-describe('_acquireFor (the promise-free acquire integrations use)', () => {
+describe('acquireWith (the promise-free acquire integrations use)', () => {
   /** The payload of the `i`-th sink call. */
   const at = (events: unknown[][], i: number) => (events[i] ?? [])[1];
   const reasonAt = (events: unknown[][], i: number) => (at(events, i) as LimitExceededError).reason;
 
   function sink() {
     const events: Array<['granted', Permit] | ['refused', LimitExceededError]> = [];
-    const s: AcquireSink = {
-      _granted: (p) => events.push(['granted', p]),
-      _refused: (e) => events.push(['refused', e]),
+    const s: PermitRequest = {
+      granted: (p) => events.push(['granted', p]),
+      refused: (e) => events.push(['refused', e]),
     };
     return { s, events };
   }
 
-  test('returns a permit when free; otherwise queues and calls the sink once', async () => {
+  test('returns a permit when free; otherwise queues and calls the request once', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 1, clock });
     const a = sink();
-    const first = limiter._acquireFor(a.s);
+    const first = limiter.acquireWith(a.s);
     expect(first).toBeInstanceOf(Permit);
     expect(a.events).toEqual([]);
     const b = sink();
-    expect(limiter._acquireFor(b.s)).toBeUndefined();
+    expect(limiter.acquireWith(b.s)).toBeUndefined();
     expect(limiter.queued).toBe(1);
-    // The queue is full: refused at once, through the sink, before _acquireFor returns.
+    // The queue is full: refused at once, through the request, before acquireWith returns.
     const c = sink();
-    expect(limiter._acquireFor(c.s)).toBeUndefined();
+    expect(limiter.acquireWith(c.s)).toBeUndefined();
     expect(c.events.map((e) => e[0])).toEqual(['refused']);
     expect(reasonAt(c.events, 0)).toBe('queue_full');
     (first as Permit).success();
@@ -176,21 +176,21 @@ describe('_acquireFor (the promise-free acquire integrations use)', () => {
     expect(clock.pending).toBe(0);
   });
 
-  test('expiry, abort and close reach the sink as refusals with their reasons', async () => {
+  test('expiry, abort and close reach the request as refusals with their reasons', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 10, maxQueueWaitMs: 50, clock });
-    const held = limiter._acquireFor(sink().s) as Permit;
+    const held = limiter.acquireWith(sink().s) as Permit;
     const expiring = sink();
-    limiter._acquireFor(expiring.s);
+    limiter.acquireWith(expiring.s);
     await clock.advance(50);
     expect(reasonAt(expiring.events, 0)).toBe('expired');
     const controller = new AbortController();
     const aborted = sink();
-    limiter._acquireFor(aborted.s, { signal: controller.signal });
+    limiter.acquireWith(aborted.s, { signal: controller.signal });
     controller.abort(new Error('stop'));
     expect(reasonAt(aborted.events, 0)).toBe('aborted');
     const closed = sink();
-    limiter._acquireFor(closed.s);
+    limiter.acquireWith(closed.s);
     const closing = limiter.close();
     expect(reasonAt(closed.events, 0)).toBe('closed');
     held.success();

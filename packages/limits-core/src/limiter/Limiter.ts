@@ -7,7 +7,6 @@ import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
-import type { AcquireSink } from './AcquireSink.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
 import { rejection } from './describe.js';
@@ -25,10 +24,11 @@ import type {
 } from './options.js';
 import type { Outcome } from './outcome.js';
 import { Permit, type PermitOwner } from './Permit.js';
+import type { PermitRequest } from './PermitRequest.js';
 import { resolveOptions } from './resolveOptions.js';
 import { NEVER_ABORTED, runUnderPermit } from './runTask.js';
 import { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, SinkWaiter, waiterExtras } from './waiters.js';
+import { PromiseWaiter, RequestWaiter, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -201,15 +201,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * @internal `acquire()` without a promise, for integrations with a per-call object of their own:
-   * returns the permit when granted at once; otherwise returns `undefined` and calls
-   * `sink._granted(permit)` when granted later, or `sink._refused(error)` when refused (for a refusal
-   * at admission, before this returns). Its permits are not leak-tracked.
-   * @throws RangeError/TypeError for bad acquire options (as `acquire()` rejects with them), before
+   * `acquire()` without a promise, for integrations that have an object per call of their own (see
+   * {@link PermitRequest}): the same admission, queue and refusals as `acquire()`.
+   * @returns the permit when granted at once (`request` is then never called); otherwise `undefined`,
+   *   and later exactly one `request.granted(permit)` or `request.refused(error)` (a refusal at
+   *   admission is delivered before this returns; a queued request gets `request.queued(ticket)`
+   *   first). These permits are not leak-tracked: the integration reports every outcome.
+   * @throws RangeError/TypeError for bad acquire options (where `acquire()` rejects with them), before
    *   anything changes.
    */
-  _acquireFor(sink: AcquireSink, options?: AcquireOptions): Permit | undefined {
-    return this.#admit(options, undefined, sink) as Permit | undefined;
+  acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
+    return this.#admit(options, undefined, request) as Permit | undefined;
   }
 
   /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
@@ -219,14 +221,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * Admission for `acquire()`, `run()` (with `task`) and `_acquireFor()` (with `sink`). Returns the
+   * Admission for `acquire()`, `run()` (with `task`) and `acquireWith()` (with `sink`, its request). Returns the
    * caller's promise, or for a sink the permit granted at once (else `undefined`). Bad options reject
    * the promise (a sink's caller gets the throw) before anything changes.
    */
   #admit(
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: AcquireSink | undefined,
+    sink: PermitRequest | undefined,
   ): unknown {
     let cost = 1;
     let now = Number.NaN;
@@ -281,9 +283,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
   }
 
-  /** A refusal at admission: a rejected promise, or for a sink a call to `_refused`. */
+  /** A refusal at admission: a rejected promise, or for a request a call to `refused`. */
   #refuse(
-    sink: AcquireSink | undefined,
+    sink: PermitRequest | undefined,
     reason: RejectReason,
     cost: number,
     cause?: unknown,
@@ -292,7 +294,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   ): unknown {
     const error = this.#reject(reason, cost, cause, bytes, tenant);
     if (sink === undefined) return Promise.reject(error);
-    sink._refused(error);
+    sink.refused(error);
     return undefined;
   }
 
@@ -393,12 +395,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.#permits === 0 && this.#closed) this.#finishClose();
   }
 
-  /** @internal Called by a queued waiter whose signal aborted. */
-  _abortWaiter(waiter: Waiter): void {
-    if (!this.#queue.has(waiter)) return;
-    this.#fail(waiter, 'aborted', waiter.signal?.reason);
+  /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
+  _abortWaiter(waiter: Waiter, cause: unknown): boolean {
+    if (!this.#queue.has(waiter)) return false;
+    this.#fail(waiter, 'aborted', cause);
     // The waiter may have been the head blocking others.
     this.#queue.dispatch(Number.NaN);
+    return true;
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
@@ -427,7 +430,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     deadline: number,
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: AcquireSink | undefined,
+    sink: PermitRequest | undefined,
   ): unknown {
     const queue = this.#queue;
     const selective = queue.selector !== undefined;
@@ -439,7 +442,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       promise = this.#capture.promise();
       waiter = new PromiseWaiter(this, cost, now, this.#capture.take(), extras, task);
     } else {
-      waiter = new SinkWaiter(this, cost, now, sink, extras);
+      waiter = new RequestWaiter(this, cost, now, sink, extras);
     }
     try {
       queue.add(waiter, now, options);
@@ -449,7 +452,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       (waiter as PromiseWaiter).resolve(Promise.reject(error));
       return promise;
     }
-    if (sink !== undefined) sink._queued?.(waiter);
+    if (sink !== undefined) sink.queued?.(waiter);
     if (listeners(this).queue !== undefined) {
       emitSafely(this, 'queue', {
         cost,

@@ -1,8 +1,8 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
 import { type GrantHost, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
-import type { AcquireSink } from './AcquireSink.js';
 import type { AcquireOptions } from './options.js';
 import type { PermitOwner } from './Permit.js';
+import type { PermitRequest } from './PermitRequest.js';
 
 /**
  * @internal A queued `acquire()` (no task) or `run()` (with its task): settles the caller's promise.
@@ -43,29 +43,30 @@ export class PromiseWaiter extends Waiter {
 }
 
 /**
- * @internal A queued `Limiter._acquireFor` request: the outcome goes to the integration's sink
- * (`_granted(permit)` or `_refused(error)`), which already has a per-call object: no promise.
+ * @internal A queued `Limiter.acquireWith` request: the outcome goes to the integration's
+ * {@link PermitRequest} (`granted(permit)` or `refused(error)`), a per-call object it already has: no
+ * promise.
  */
-export class SinkWaiter extends Waiter {
-  readonly sink: AcquireSink;
+export class RequestWaiter extends Waiter {
+  readonly request: PermitRequest;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
     cost: number,
     enqueuedAt: number,
-    sink: AcquireSink,
+    request: PermitRequest,
     extras: WaiterExtras | undefined,
   ) {
     super(owner, cost, enqueuedAt, extras);
-    this.sink = sink;
+    this.request = request;
   }
 
   _granted(): void {
-    this.sink._granted(this);
+    this.request.granted(this);
   }
 
   _refused(error: LimitExceededError): void {
-    this.sink._refused(error);
+    this.request.refused(error);
   }
 }
 

@@ -17,10 +17,13 @@ export interface GrantHost {
   ): void;
 }
 
-/** @internal What a waiter calls back into when its signal aborts. */
+/** @internal What a waiter calls back into when its signal aborts or its ticket is cancelled. */
 export interface WaiterOwner {
-  /** @internal */
-  _abortWaiter(waiter: Waiter): void;
+  /**
+   * @internal Takes `waiter` out of the queue and refuses it (reason `aborted`, with `cause`).
+   * @returns `false` when it was no longer queued.
+   */
+  _abortWaiter(waiter: Waiter, cause: unknown): boolean;
 }
 
 /**
@@ -51,7 +54,7 @@ export class WaiterExtras {
 
 /**
  * @internal Something waiting for a permit: the one contract of every queued request, whoever made
- * it (`acquire()`, `run()`, or an integration's sink through `Limiter._acquireFor`). The wait queue
+ * it (`acquire()`, `run()`, or an integration's `PermitRequest` through `Limiter.acquireWith`). The wait queue
  * stores it (cost, arrival time, extras, slot); the limiter ends its wait exactly once, by granting
  * it (`_granted`, the waiter has become the permit) or refusing it (`_refused`). The kinds differ
  * only in what those two do (settle a promise, start a task, call a sink), so the queue and the
@@ -122,9 +125,19 @@ export abstract class Waiter extends Permit {
 
   /** The signal aborted. */
   handleEvent(): void {
-    // Once granted the waiter is no longer listening; a granted permit's owner may be a leak
-    // tracker's record, which has no waiters.
-    (this._owner() as Partial<WaiterOwner> | undefined)?._abortWaiter?.(this);
+    this.cancel(this.extras?.signal?.reason);
+  }
+
+  /**
+   * Leaves the queue, refused with reason `aborted` (the public face of a queued request: a
+   * `QueueTicket`).
+   * @returns `false` when no longer queued.
+   */
+  cancel(cause?: unknown): boolean {
+    // A granted permit's owner may be a leak tracker's record, which has no waiters.
+    return (
+      (this._owner() as Partial<WaiterOwner> | undefined)?._abortWaiter?.(this, cause) ?? false
+    );
   }
 }
 
