@@ -1,18 +1,6 @@
 export { CallContext } from './CallContext.js';
 export { CallTimeoutError, CircuitOpenError } from './errors.js';
-export {
-  type CircuitState,
-  type FallbackCause,
-  type FallbackReason,
-  Guard,
-  type GuardClassify,
-  type GuardEvents,
-  type GuardedAction,
-  type GuardOptions,
-  type GuardOutcome,
-  type GuardStats,
-  guard,
-} from './guard.js';
+export { Guard, guard } from './guard.js';
 export type { LatencySummary } from './LatencyWindow.js';
 export type {
   OpossumBreaker,
@@ -20,3 +8,14 @@ export type {
   OpossumOptions,
   OpossumStats,
 } from './opossum.js';
+export type {
+  CircuitState,
+  FallbackCause,
+  FallbackReason,
+  GuardClassify,
+  GuardEvents,
+  GuardedAction,
+  GuardOptions,
+  GuardOutcome,
+  GuardStats,
+} from './types.js';

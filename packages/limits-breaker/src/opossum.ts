@@ -21,13 +21,13 @@ export interface OpossumBreaker {
   readonly isShutdown: boolean;
   /** Rolling counts over the statistics window. */
   readonly stats: OpossumStats;
-  /** The rolling statistics (its `window[0]` is the current bucket of counts). */
+  /** The rolling statistics: `window` is a copy of the array of buckets, newest first. */
   readonly status: { readonly window: OpossumBucket[] };
-  /** Listeners of an event (the guard emits `fire`/`success` only when someone besides opossum listens). */
+  /** Listeners of an event. */
   listenerCount(event: string): number;
   /** Subscribes to an opossum event (`open`, `halfOpen`, `close`, `success`, `failure`, …). */
   on(event: string, listener: (...args: unknown[]) => void): this;
-  /** Emits an opossum event (the guard reports successes as `fire` + `success`). */
+  /** Emits an opossum event. */
   emit(event: string, ...args: unknown[]): boolean;
   /** Removes a listener. */
   removeListener(event: string, listener: (...args: unknown[]) => void): this;
@@ -35,8 +35,8 @@ export interface OpossumBreaker {
 
 /** One bucket of opossum's rolling window: counts of one slice of time (a subset). */
 export interface OpossumBucket {
-  fires: number;
-  successes: number;
+  readonly fires: number;
+  readonly successes: number;
   [key: string]: unknown;
 }
 

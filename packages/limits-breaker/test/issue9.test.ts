@@ -2,8 +2,9 @@ import { createRequire } from 'node:module';
 import { LimitExceededError, Limiter } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
-import { type FallbackCause, type GuardOptions, guard } from '../src/guard.js';
+import { guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
+import type { FallbackCause, GuardOptions } from '../src/types.js';
 import { clock, deferred } from './support/timers.js';
 
 const require = createRequire(import.meta.url);

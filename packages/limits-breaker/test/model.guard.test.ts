@@ -14,8 +14,9 @@ import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
-import { type CircuitState, guard } from '../src/guard.js';
+import { guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
+import type { CircuitState } from '../src/types.js';
 import { clock } from './support/timers.js';
 
 const require = createRequire(import.meta.url);

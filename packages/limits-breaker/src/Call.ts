@@ -1,0 +1,122 @@
+import type { LimitExceededError, Permit, PermitRequest, QueueTicket } from 'limits-core';
+import { CallContext } from './CallContext.js';
+import type { CircuitTicket } from './circuit/Circuit.js';
+import type { Timed } from './TimeoutList.js';
+
+/** Bits of a call's flags. */
+const LIVE = 1;
+const ANSWERED = 2;
+const TIMED_OUT = 4;
+const TRIAL = 8;
+const SHED = 16;
+
+/** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
+export const noop = (): void => {};
+
+/**
+ * @internal What a {@link Call} reports to (the guard that made it): the limiter's answers to its
+ * permit request, and its timeout.
+ */
+export interface CallOwner {
+  /** The limiter queued `call`; `ticket` takes it out of the queue. */
+  _queued(call: Call, ticket: QueueTicket): void;
+  /** The limiter granted a queued call its permit. */
+  _granted(call: Call, permit: Permit): void;
+  /** The limiter refused the call (at admission, or while it waited). */
+  _refused(call: Call, error: LimitExceededError): void;
+  /** The call's timeout elapsed. */
+  _timeout(call: Call): void;
+}
+
+/**
+ * @internal One call, from `fire()` to the end of its action: it waits in the limiter's queue (as a
+ * limits-core `PermitRequest`: no promise there), is the action's context (a `CallContext`: no second
+ * object), sits in the timeout list (`Timed`) and in the guard's list of calls queued or in flight,
+ * and tells the circuit which episode it was admitted in (`CircuitTicket`). One object and one caller
+ * promise per call, where a promise chain through `limiter.acquire()` took several of each.
+ */
+export class Call extends CallContext implements Timed, PermitRequest, CircuitTicket {
+  /** Links in the timeout list. */
+  prev: Timed | undefined = undefined;
+  next: Timed | undefined = undefined;
+  /**
+   * Links in the guard's list of calls in flight, or, before that, of calls waiting in the limiter's
+   * queue (never both at once).
+   */
+  cprev: Call | undefined = undefined;
+  cnext: Call | undefined = undefined;
+  /** LIVE, ANSWERED, TIMED_OUT, TRIAL and SHED bits (one field: the queue may hold 10^5 calls). */
+  #flags: number;
+  /**
+   * The permit, once granted; before that, while the call waits in the limiter's queue, its queue
+   * ticket (to take it out of the queue; one field less per queued call).
+   */
+  permit: Permit | QueueTicket | undefined = undefined;
+  /** Clock ms when the action started. */
+  start = 0;
+  /**
+   * The circuit episode (the circuit's count of state changes) the call was admitted in: only calls
+   * of the current episode report to the circuit, and only trials of the current HALF_OPEN episode
+   * hold one of its trial slots.
+   */
+  readonly episode: number;
+  /**
+   * Answers the caller: the resolve function of the caller's promise (a rejection resolves it with a
+   * rejected promise); `noop` when the caller's promise is derived from the action's.
+   */
+  resolve: (value: unknown) => void = noop;
+  constructor(
+    readonly owner: CallOwner,
+    trial: boolean,
+    readonly args: unknown[],
+    episode: number,
+  ) {
+    super();
+    this.#flags = trial ? LIVE | TRIAL : LIVE;
+    this.episode = episode;
+  }
+  /** A trial call (admitted while HALF_OPEN). */
+  get trial(): boolean {
+    return (this.#flags & TRIAL) !== 0;
+  }
+  /** Still in flight for the guard (not settled, not shut down). */
+  get live(): boolean {
+    return (this.#flags & LIVE) !== 0;
+  }
+  set live(on: boolean) {
+    this.#flags = on ? this.#flags | LIVE : this.#flags & ~LIVE;
+  }
+  /** The caller was answered (by the result, the timeout, or shutdown). */
+  get answered(): boolean {
+    return (this.#flags & ANSWERED) !== 0;
+  }
+  set answered(on: boolean) {
+    this.#flags = on ? this.#flags | ANSWERED : this.#flags & ~ANSWERED;
+  }
+  /** The caller was answered at the timeout; the action is still running. */
+  get timedOut(): boolean {
+    return (this.#flags & TIMED_OUT) !== 0;
+  }
+  set timedOut(on: boolean) {
+    this.#flags = on ? this.#flags | TIMED_OUT : this.#flags & ~TIMED_OUT;
+  }
+  /** Taken out of the limiter's queue because the circuit opened. */
+  get shed(): boolean {
+    return (this.#flags & SHED) !== 0;
+  }
+  set shed(on: boolean) {
+    this.#flags = on ? this.#flags | SHED : this.#flags & ~SHED;
+  }
+  expire(): void {
+    this.owner._timeout(this);
+  }
+  queued(ticket: QueueTicket): void {
+    this.owner._queued(this, ticket);
+  }
+  granted(permit: Permit): void {
+    this.owner._granted(this, permit);
+  }
+  refused(error: LimitExceededError): void {
+    this.owner._refused(this, error);
+  }
+}

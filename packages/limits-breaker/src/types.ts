@@ -1,0 +1,129 @@
+import type {
+  AcquireOptions,
+  Clock,
+  LimitEvent,
+  LimitExceededError,
+  Limiter,
+  LimiterOptions,
+  LimiterSnapshot,
+  RejectEvent,
+  ReleaseEvent,
+} from 'limits-core';
+import type { CallContext } from './CallContext.js';
+import type { CallTimeoutError, CircuitOpenError } from './errors.js';
+import type { LatencySummary } from './LatencyWindow.js';
+import type { OpossumConstructor, OpossumOptions, OpossumStats } from './opossum.js';
+
+/** Circuit states. */
+export type CircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+
+/** Why a call went to the fallback. */
+export type FallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+
+/**
+ * Why a call went to the fallback, and the error the caller would have got without one: the first
+ * argument of `fallback` and the payload of the `fallback` event.
+ * - `open`: a `CircuitOpenError` (the circuit was OPEN, HALF_OPEN with every trial slot taken, or
+ *   opened while the call waited for a permit);
+ * - `limit`: the limiter's `LimitExceededError` (its `reason` says why: queue full, expired, …);
+ * - `timeout`: a `CallTimeoutError`;
+ * - `error`: what the action threw or rejected with.
+ */
+export type FallbackCause =
+  | { readonly reason: 'open'; readonly error: CircuitOpenError }
+  | { readonly reason: 'limit'; readonly error: LimitExceededError }
+  | { readonly reason: 'timeout'; readonly error: CallTimeoutError }
+  | { readonly reason: 'error'; readonly error: unknown };
+
+/**
+ * How a finished call counts:
+ * - `success`: a latency sample for the limiter, a success for the breaker;
+ * - `dropped`: congestion — a dropped sample for the limiter, a failure for the breaker;
+ * - `failure`: a failure for the breaker, no sample for the limiter (e.g. a 500 that says nothing about load);
+ * - `ignore`: neither (e.g. a 404 or a validation error).
+ */
+export type GuardOutcome = 'success' | 'dropped' | 'failure' | 'ignore';
+
+/** Decides a call's outcome; `error` is `undefined` when the action resolved. Return `undefined` for the default. */
+export type GuardClassify = (error: unknown, result?: unknown) => GuardOutcome | undefined;
+
+/** A guarded action: `ctx.signal` aborts on timeout and shutdown. */
+export type GuardedAction<A extends unknown[], R> = (
+  ctx: CallContext,
+  ...args: A
+) => R | PromiseLike<R>;
+
+/** Options of {@link guard}. */
+export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
+  /** A limiter to share (the guard does not close it on shutdown). Default: a limiter of its own. */
+  limiter?: Limiter;
+  /** Options of the guard's own limiter. @default { limit: new VegasLimit(), probeSlots } */
+  limit?: LimiterOptions;
+  /**
+   * Trial calls let through concurrently while HALF_OPEN (opossum alone lets one), and the own
+   * limiter's probe slots.
+   * @default 1
+   */
+  probeSlots?: number;
+  /**
+   * Per-call timeout in ms, or `false`. The caller is answered at the timeout (fallback `timeout` or
+   * `CallTimeoutError`); the call is aborted and keeps its permit until it really ends.
+   * @default 10000 (opossum's default)
+   */
+  timeout?: number | false;
+  /**
+   * Answers a call that did not succeed: `fallback({ reason, error }, ...args)`, with the call's
+   * arguments; `error` is what the caller would get without a fallback (see {@link FallbackCause}).
+   * Without it the caller gets that error. Counted in `stats().breaker.fallbacks` when it returns.
+   */
+  fallback?: (cause: FallbackCause, ...args: A) => R | PromiseLike<R>;
+  /** Outcome of a call; see {@link GuardOutcome}. Default: resolved → success, timeout/abort → dropped, other errors → failure. */
+  classify?: GuardClassify;
+  /** Acquire options for every call (e.g. `{ timeout: 200 }` to bound the wait for a permit). */
+  acquire?: AcquireOptions;
+  /** Rolling window of the latency percentiles in ms. @default 60000 */
+  latencyWindowMs?: number;
+  /** Histograms in the latency window (memory is bounded by their number). @default 6 */
+  latencyBuckets?: number;
+  /** Time source and timers (for per-call timeouts and latency). @default the system clock */
+  clock?: Clock;
+  /** The opossum CircuitBreaker class to use. @default the installed `opossum` peer dependency */
+  CircuitBreaker?: OpossumConstructor;
+}
+
+/** Events of a {@link Guard}. */
+export interface GuardEvents {
+  /** The circuit changed state. */
+  state: (event: { from: CircuitState; to: CircuitState }) => void;
+  /**
+   * A call went to the fallback (or was rejected with a typed error, when there is none): the same
+   * `{ reason, error }` object the fallback receives.
+   */
+  fallback: (event: FallbackCause) => void;
+  /** The limiter's limit changed (re-emitted). */
+  limit: (event: LimitEvent) => void;
+  /** The limiter refused a request (re-emitted). */
+  reject: (event: RejectEvent) => void;
+  /** A permit came back (re-emitted). */
+  release: (event: ReleaseEvent) => void;
+  /**
+   * A listener of the guard's events (or of opossum's events, when the guard calls into opossum)
+   * threw. The guard catches it and carries on: its state stays consistent and every caller is still
+   * answered. Without an `error` listener here, the error goes to the limiter's `error` event; without
+   * one there either, it is rethrown on a microtask (an uncaught exception, as the limiter does).
+   */
+  error: (error: unknown) => void;
+}
+
+/** What {@link Guard.stats} returns. */
+export interface GuardStats {
+  state: CircuitState;
+  /** opossum's rolling counts (`fallbacks`: calls answered by the `fallback` option). */
+  breaker: OpossumStats;
+  /** The limiter's counters. */
+  limiter: LimiterSnapshot;
+  /** Latency of completed calls over the rolling window, in ms (HDR histogram). */
+  latency: LatencySummary;
+  /** Trial calls of the current HALF_OPEN episode in flight (0 in any other state). */
+  trials: number;
+}
