@@ -1,55 +1,38 @@
-import { EventEmitter } from 'eventemitter3';
 import {
   type AcquireOptions,
   type Clock,
-  defaultClassify,
   formatValue,
   type LimitExceededError,
-  Limiter,
+  type Limiter,
   LimitsError,
   type Permit,
   type QueueTicket,
   systemClock,
-  VegasLimit,
 } from 'limits-core';
-import { Call, type CallOwner, noop } from './Call.js';
+import { answerLater, Call, type CallOwner, noop } from './Call.js';
 import type { CallContext } from './CallContext.js';
-import { CallList } from './CallList.js';
+import { QueuedCalls } from './CallList.js';
 import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
 import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
+import { GuardEmitter } from './GuardEmitter.js';
+import { InFlightCalls } from './InFlightCalls.js';
 import { LatencyWindow } from './LatencyWindow.js';
-import { forwardLimiterEvent, reportListenerError } from './listeners.js';
 import type { OpossumBreaker } from './opossum.js';
-import { checkGuardOptions } from './options.js';
-import { TimeoutList } from './TimeoutList.js';
+import { checkGuardOptions, ownLimiter } from './options.js';
+import { classifyOutcome, isThenable } from './outcome.js';
 import type {
   CircuitState,
   FallbackCause,
   FallbackReason,
   GuardClassify,
-  GuardEvents,
   GuardedAction,
   GuardOptions,
-  GuardOutcome,
   GuardStats,
 } from './types.js';
 
 const EMPTY_ARGS: unknown[] = [];
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
-/** limits-core's classification, with every error that is not congestion counted as a failure. */
-function defaultOutcome(error: unknown): GuardOutcome {
-  const outcome = defaultClassify(error);
-  return outcome === 'ignore' ? 'failure' : outcome;
-}
+const shutDownError = () => new LimitsError('SHUTDOWN', 'limits: guard shut down');
 
 /**
  * A circuit breaker (opossum) layered over a limiter. Per call: OPEN → fail fast without touching the
@@ -57,10 +40,7 @@ function defaultOutcome(error: unknown): GuardOutcome {
  * `limit` and never counts as a breaker failure); then run the action with its own abort signal.
  * Create one with {@link guard}.
  */
-export class Guard<A extends unknown[], R>
-  extends EventEmitter<GuardEvents>
-  implements CallOwner, CircuitOwner
-{
+export class Guard<A extends unknown[], R> extends GuardEmitter implements CallOwner, CircuitOwner {
   /** The limiter in front of the action. */
   readonly limiter: Limiter;
   /** The opossum instance (its state machine, rolling window, volume threshold, reset timeout). */
@@ -72,41 +52,18 @@ export class Guard<A extends unknown[], R>
   readonly #acquire: AcquireOptions | undefined;
   readonly #timeoutMs: number | false;
   readonly #clock: Clock;
-  readonly #timeouts: TimeoutList;
   readonly #latency: LatencyWindow;
   readonly #ownsLimiter: boolean;
   /** Calls in flight. */
-  readonly #calls = new CallList();
-  /**
-   * Calls waiting in the limiter's queue, oldest first: when the circuit opens, each is taken out of
-   * the queue (its `QueueTicket`) and answered `open`. Filing a call costs a few field writes;
-   * calls that get a permit at once are never filed. (An AbortSignal passed with each queued acquire
-   * would do it through public API, but it made every queued call carry the limiter's per-waiter
-   * extras: 25 % more per call with 10,000 queued, and Node's EventTarget scans its listener list on
-   * every add, so one signal shared by the queue was quadratic.)
-   */
-  readonly #queued = new CallList();
-  readonly #unsubscribe: Array<() => void> = [];
-  readonly #forwarding = new Set<string>();
+  readonly #calls: InFlightCalls;
+  /** Calls waiting in the limiter's queue. */
+  readonly #queued = new QueuedCalls();
   #shut = false;
-  /**
-   * The clock as read by the settling call whose release is starting the next ones (`NaN` outside):
-   * a call granted in that same synchronous stretch starts at that time, one clock read less per call.
-   */
-  #freshNow = Number.NaN;
-  /** Start time of the last call started: starts never go backwards (the timeout list relies on it). */
-  #lastStart = -Infinity;
   /**
    * The answer of a call the limiter refused at admission, inside `acquireWith` (taken at once by
    * `fire`, which had no promise for that caller yet).
    */
   #refusal: Promise<R> | undefined = undefined;
-  /** The resolve function `#capture` just received (taken at once by `fire`). */
-  #captured: ((value: unknown) => void) | undefined = undefined;
-  /** One shared promise executor instead of a closure per call. */
-  readonly #capture = (resolve: (value: unknown) => void): void => {
-    this.#captured = resolve;
-  };
 
   /**
    * @internal Use {@link guard}.
@@ -125,62 +82,12 @@ export class Guard<A extends unknown[], R>
     this.#clock = o.clock ?? systemClock;
     this.#timeoutMs = o.timeout;
     this.#ownsLimiter = o.limiter === undefined;
-    // The own limiter checks its options itself (and starts no timer until used).
-    this.limiter =
-      o.limiter ??
-      new Limiter({
-        limit: new VegasLimit(),
-        probeSlots: o.probeSlots,
-        // The guard completes every permit it takes (no user code holds one), so its own limiter
-        // needs no leak tracking; `limit: { trackLeaks }` still overrides it.
-        trackLeaks: 'off',
-        ...(o.clock === undefined ? {} : { clock: o.clock }),
-        ...o.limit,
-      });
+    this.limiter = o.limiter ?? ownLimiter(o);
     const circuit = new OpossumCircuit(this, o);
     this.#circuit = circuit;
     this.breaker = circuit.breaker;
+    this.#calls = new InFlightCalls(this.#clock, o.timeout);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
-    this.#timeouts = new TimeoutList(this.#clock, o.timeout === false ? Infinity : o.timeout);
-  }
-
-  /**
-   * Subscribes like eventemitter3's `on`; the limiter's `limit`, `reject` and `release` events are
-   * forwarded only once someone listens to them here (a `release` listener makes the limiter time
-   * every call, which a guard nobody charts should not pay for).
-   */
-  override on<T extends EventEmitter.EventNames<GuardEvents>>(
-    event: T,
-    fn: EventEmitter.EventListener<GuardEvents, T>,
-    context?: unknown,
-  ): this {
-    this.#forward(event);
-    return super.on(event, fn, context);
-  }
-
-  /** Like {@link Guard.on}, once. */
-  override once<T extends EventEmitter.EventNames<GuardEvents>>(
-    event: T,
-    fn: EventEmitter.EventListener<GuardEvents, T>,
-    context?: unknown,
-  ): this {
-    this.#forward(event);
-    return super.once(event, fn, context);
-  }
-
-  #forward(event: string): void {
-    if (
-      (event !== 'limit' && event !== 'reject' && event !== 'release') ||
-      this.#forwarding.has(event)
-    ) {
-      return;
-    }
-    this.#forwarding.add(event);
-    // Through #emit: a guard listener's error is the guard's to report, not the limiter's.
-    const off = forwardLimiterEvent(this.limiter, event, (payload) =>
-      this.#emit(event, payload as never),
-    );
-    this.#unsubscribe.push(off);
   }
 
   /** The circuit state. */
@@ -195,7 +102,7 @@ export class Guard<A extends unknown[], R>
    *   error when there is no fallback; whatever the fallback throws when there is one.
    */
   fire(...args: A): Promise<R> {
-    if (this.#shut) return Promise.reject(new LimitsError('SHUTDOWN', 'limits: guard shut down'));
+    if (this.#shut) return Promise.reject(shutDownError());
     const circuit = this.#circuit;
     let trial = false;
     if (circuit.state !== 'CLOSED') {
@@ -215,48 +122,31 @@ export class Guard<A extends unknown[], R>
       return refusal;
     }
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
-    const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
-    call.resolve = this.#captured as (value: unknown) => void;
-    this.#captured = undefined;
-    return promise;
+    return answerLater<R>(call);
   }
 
   /** @internal The limiter queued `call`: filed with its ticket, to be shed if the circuit opens. */
   _queued(call: Call, ticket: QueueTicket): void {
-    call.permit = ticket;
-    this.#queued.append(call);
-  }
-
-  /**
-   * Takes a call that left the limiter's queue off the guard's list of queued calls (a queued call
-   * not started yet has a `permit` only while filed there).
-   */
-  #leaveQueue(call: Call): void {
-    if (call.permit === undefined) return;
-    call.permit = undefined;
-    this.#queued.remove(call);
+    this.#queued.file(call, ticket);
   }
 
   /** @internal The limiter granted a queued call its permit. */
   _granted(call: Call, permit: Permit): void {
-    this.#leaveQueue(call);
-    if (this.#shut) {
-      // A shared limiter outlives the guard: its late grant goes straight back.
-      permit.ignore();
-      this.#circuit.endTrial(call);
-      call.answered = true;
-      call.resolve(Promise.reject(new LimitsError('SHUTDOWN', 'limits: guard shut down')));
-      return;
-    }
-    if (this.#circuit.state === 'OPEN') {
-      // Granted while the circuit was opening (by a waiter shed just before): it must not run.
-      permit.ignore();
-      this.#circuit.endTrial(call);
-      call.answered = true;
-      call.resolve(this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
-      return;
-    }
-    this.#start(call, permit);
+    this.#queued.leave(call);
+    // A shared limiter outlives the guard: its late grant goes straight back.
+    if (this.#shut) this.#dismiss(call, permit, Promise.reject(shutDownError()));
+    // Granted while the circuit was opening (by a waiter shed just before): it must not run.
+    else if (this.#circuit.state === 'OPEN') {
+      this.#dismiss(call, permit, this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
+    } else this.#start(call, permit);
+  }
+
+  /** A granted call that must not run: its permit goes back unused, its caller gets `answer`. */
+  #dismiss(call: Call, permit: Permit, answer: Promise<R>): void {
+    permit.ignore();
+    this.#circuit.endTrial(call);
+    call.answered = true;
+    call.resolve(answer);
   }
 
   /**
@@ -264,7 +154,7 @@ export class Guard<A extends unknown[], R>
    * circuit opened while it waited: reason `open`.
    */
   _refused(call: Call, error: LimitExceededError): void {
-    this.#leaveQueue(call);
+    this.#queued.leave(call);
     this.#circuit.endTrial(call);
     call.answered = true;
     const answer = call.shed
@@ -296,21 +186,8 @@ export class Guard<A extends unknown[], R>
   async shutdown(): Promise<void> {
     if (this.#shut) return;
     this.#shut = true;
-    this.#timeouts.clear();
-    const error = new LimitsError('SHUTDOWN', 'limits: guard shut down');
-    // Newest first.
-    for (let call = this.#calls.tail; call !== undefined; call = call.cprev) {
-      call.live = false;
-      call._abort(error);
-      if (!call.answered) {
-        call.answered = true;
-        call.resolve(Promise.reject(error));
-      }
-      // Calls in flight have started: `permit` is their permit.
-      (call.permit as Permit).ignore();
-    }
-    this.#calls.clear();
-    for (const off of this.#unsubscribe) off();
+    this.#calls.abortAll(shutDownError());
+    for (const off of this._unsubscribe) off();
     this.#circuit.shutdown();
     if (this.#ownsLimiter) await this.limiter.close();
   }
@@ -346,7 +223,7 @@ export class Guard<A extends unknown[], R>
       return undefined;
     }
     if (!thenable) {
-      this.#track(call);
+      this.#calls.track(call);
       call.answered = true;
       this.#settled(call, undefined, result);
       if (!queued) return Promise.resolve(result);
@@ -356,7 +233,7 @@ export class Guard<A extends unknown[], R>
     if (this.#timeoutMs === false && !queued) {
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
-      this.#track(call);
+      this.#calls.track(call);
       call.answered = true;
       return Promise.resolve(result).then(
         (value) => {
@@ -370,12 +247,8 @@ export class Guard<A extends unknown[], R>
       );
     }
     let promise: Promise<R> | undefined;
-    if (!queued) {
-      promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
-      call.resolve = this.#captured as (value: unknown) => void;
-      this.#captured = undefined;
-    }
-    this.#track(call);
+    if (!queued) promise = answerLater<R>(call);
+    this.#calls.track(call);
     try {
       (result as PromiseLike<R>).then(
         (value) => this.#settled(call, undefined, value),
@@ -390,22 +263,11 @@ export class Guard<A extends unknown[], R>
     return promise;
   }
 
-  /** Lists a started call as in flight (and in the timeout list, with a timeout). */
-  #track(call: Call): void {
-    const fresh = this.#freshNow;
-    const start = Number.isNaN(fresh) ? this.#clock.now() : Math.max(fresh, this.#lastStart);
-    this.#lastStart = start;
-    call.start = start;
-    this.#calls.append(call);
-    if (this.#timeoutMs !== false) this.#timeouts.add(call);
-  }
-
   /** The action settled (possibly long after its caller timed out). */
   #settled(call: Call, error: unknown, value: unknown): void {
     if (!call.live) return; // shut down meanwhile: already released
     call.live = false;
-    this.#calls.remove(call);
-    this.#timeouts.remove(call);
+    this.#calls.untrack(call);
     const now = this.#clock.now();
     this.#latency.record(now - call.start, now);
     const permit = call.permit as Permit;
@@ -414,22 +276,17 @@ export class Guard<A extends unknown[], R>
       permit.dropped();
       return;
     }
-    let outcome: GuardOutcome | undefined;
-    try {
-      outcome = this.#classify?.(error, value);
-    } catch {
-      outcome = undefined;
-    }
-    outcome ??= defaultOutcome(error);
+    const outcome = classifyOutcome(this.#classify, error, value);
     // Releasing may start queued calls right here: they take `now` as their start time.
-    const outer = this.#freshNow;
-    this.#freshNow = now;
+    const calls = this.#calls;
+    const outer = calls.freshNow;
+    calls.freshNow = now;
     try {
       if (outcome === 'success') permit.success();
       else if (outcome === 'dropped') permit.dropped();
       else permit.ignore();
     } finally {
-      this.#freshNow = outer;
+      calls.freshNow = outer;
     }
     if (outcome === 'success') this.#circuit.success(call);
     else if (outcome !== 'ignore') this.#circuit.failure(call, error);
@@ -461,7 +318,7 @@ export class Guard<A extends unknown[], R>
     const listened = this.listenerCount('fallback') > 0;
     if (fallback === undefined && !listened) return Promise.reject(error);
     const cause = { reason, error } as FallbackCause;
-    if (listened) this.#emit('fallback', cause);
+    if (listened) this._emitSafely('fallback', cause);
     if (fallback === undefined) return Promise.reject(error);
     let result: R | PromiseLike<R>;
     try {
@@ -475,42 +332,12 @@ export class Guard<A extends unknown[], R>
 
   /**
    * @internal The circuit changed state (a new episode): on opening, every call still waiting for a
-   * permit leaves the limiter's queue, oldest first, and is answered `open` (through `_refused`), all
-   * synchronously. No call can queue meanwhile (the circuit is OPEN); a waiter granted by a refusal
-   * before it is answered `open` by `_granted`.
+   * permit leaves the limiter's queue and is answered `open` (through `_refused`; a waiter granted by
+   * a refusal meanwhile, through `_granted`), all synchronously. No call can queue meanwhile.
    */
   _stateChanged(from: CircuitState, to: CircuitState): void {
-    if (to === 'OPEN') {
-      for (let call = this.#queued.head; call !== undefined; call = this.#queued.head) {
-        const ticket = call.permit as QueueTicket;
-        this.#leaveQueue(call);
-        call.shed = true;
-        ticket.cancel();
-      }
-    }
-    if (this.listenerCount('state') > 0) this.#emit('state', { from, to });
-  }
-
-  /**
-   * Emits one of the guard's events. Every event the guard emits goes through here (callers check
-   * that someone listens first): a listener that throws is reported (`_report`), never thrown into
-   * the guard, the limiter or opossum, so the guard's state stays consistent and every caller is
-   * answered.
-   */
-  #emit<E extends Exclude<keyof GuardEvents, 'error'>>(
-    event: E,
-    payload: Parameters<GuardEvents[E]>[0],
-  ): void {
-    try {
-      (this.emit as (e: E, p: unknown) => boolean)(event, payload);
-    } catch (error) {
-      this._report(error);
-    }
-  }
-
-  /** @internal Reports a listener's error (see {@link reportListenerError}). */
-  _report(error: unknown): void {
-    reportListenerError(this, this.limiter, error);
+    if (to === 'OPEN') this.#queued.shedAll();
+    if (this.listenerCount('state') > 0) this._emitSafely('state', { from, to });
   }
 }
 

@@ -10,8 +10,9 @@ import {
   checkObject,
   checkString,
   formatValue,
-  type Limiter,
+  Limiter,
   type LimiterOptions,
+  VegasLimit,
 } from 'limits-core';
 import type { OpossumBreaker, OpossumConstructor } from './opossum.js';
 
@@ -273,4 +274,20 @@ export function checkBreaker(breaker: unknown): OpossumBreaker {
   throw new TypeError(
     `limits: option "CircuitBreaker" must be opossum's CircuitBreaker (9 or 10), got a class whose instances lack ${missing.join(', ')}`,
   );
+}
+
+/**
+ * @internal The guard's own limiter (when no `limiter` is given); it checks its options itself and
+ * starts no timer until used.
+ */
+export function ownLimiter(o: CheckedOptions): Limiter {
+  return new Limiter({
+    limit: new VegasLimit(),
+    probeSlots: o.probeSlots,
+    // The guard completes every permit it takes (no user code holds one), so its own limiter needs
+    // no leak tracking; `limit: { trackLeaks }` still overrides it.
+    trackLeaks: 'off',
+    ...(o.clock === undefined ? {} : { clock: o.clock }),
+    ...o.limit,
+  });
 }
