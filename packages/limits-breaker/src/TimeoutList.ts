@@ -22,7 +22,6 @@ export class TimeoutList {
   #head: Timed | undefined = undefined;
   #tail: Timed | undefined = undefined;
   #timer: unknown = undefined;
-  #timerDue = Infinity;
   /**
    * Inside `#fire`'s loop: an entry added meanwhile (a call started by a listener of an expiring call)
    * must not arm a timer of its own; `#fire` arms one for the head when the loop ends.
@@ -71,20 +70,17 @@ export class TimeoutList {
     this.#tail = undefined;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#timerDue = Infinity;
   }
 
   #arm(): void {
     const head = this.#head;
     if (head === undefined) return;
     const due = head.start + this.#timeoutMs;
-    this.#timerDue = due;
     this.#timer = this.#clock.setTimeout(this.#fire, Math.max(0, due - this.#clock.now()));
   }
 
   readonly #fire = (): void => {
     this.#timer = undefined;
-    this.#timerDue = Infinity;
     const now = this.#clock.now();
     const timeoutMs = this.#timeoutMs;
     this.#firing = true;
@@ -99,9 +95,4 @@ export class TimeoutList {
     // (clear() from inside the loop emptied the list: nothing to arm.)
     this.#arm();
   };
-
-  /** @internal For tests: when the single timer is due. */
-  get timerDue(): number {
-    return this.#timerDue;
-  }
 }

@@ -1,14 +1,12 @@
-import { createRequire } from 'node:module';
 import { LimitExceededError, Limiter } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
-import type { OpossumConstructor } from '../src/opossum.js';
 import type { FallbackCause, GuardOptions } from '../src/types.js';
+import { opossum9 } from './support/opossum.js';
 import { clock, deferred } from './support/timers.js';
 
-const require = createRequire(import.meta.url);
-const CircuitBreaker = require('opossum') as OpossumConstructor;
+const CircuitBreaker = opossum9;
 
 /** The real setImmediate (fake timers replace the global): a macrotask turn lets Node report unhandled rejections. */
 const realSetImmediate = globalThis.setImmediate;

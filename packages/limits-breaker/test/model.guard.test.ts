@@ -10,17 +10,15 @@
  * Seeded: `LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`, `LIMITS_MODEL_PATH`; `LIMITS_MODEL_SKIP_FINDINGS`
  * (e.g. `7,9`) switches off the checks of known findings of issue 9 to look past them.
  */
-import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
-import type { OpossumConstructor } from '../src/opossum.js';
 import type { CircuitState } from '../src/types.js';
+import { opossum9 } from './support/opossum.js';
 import { clock } from './support/timers.js';
 
-const require = createRequire(import.meta.url);
-const CircuitBreaker = require('opossum') as OpossumConstructor;
+const CircuitBreaker = opossum9;
 
 const SEED = Number(process.env.LIMITS_MODEL_SEED ?? 9_0001);
 const RUNS = Number(process.env.LIMITS_MODEL_RUNS ?? 1000);
