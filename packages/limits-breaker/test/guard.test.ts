@@ -2,6 +2,7 @@ import { type LimitExceededError, Limiter } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
+import type { OpossumConstructor } from '../src/opossum.js';
 import type { CircuitState } from '../src/types.js';
 import { opossumVersions } from './support/opossum.js';
 import { clock, deferred } from './support/timers.js';
@@ -341,11 +342,18 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     expect(g.breaker.listenerCount('newListener')).toBe(0);
   });
 
-  // issue 10: a bucket cached for a fixed 10 ms outlived windows shorter than that
-  test('every success counts in the current bucket of a window whose buckets last 2 ms, and leaves the window exactly when its bucket does', async () => {
-    // 5 buckets of 2 ms: a success at ms t sits in bucket floor(t / 2), in the window while that
-    // bucket is one of the last 5.
-    const g = guard(() => 'ok', { ...base, rollingCountTimeout: 10, rollingCountBuckets: 5 });
+  /**
+   * Fires one call per ms for 30 ms on a window of 5 buckets of 2 ms and checks after each that the
+   * window holds exactly the successes of its last 5 buckets (a success at ms t sits in bucket
+   * floor(t / 2)).
+   */
+  const checkShortBuckets = async (CircuitBreaker: OpossumConstructor) => {
+    const g = guard(() => 'ok', {
+      ...base,
+      CircuitBreaker,
+      rollingCountTimeout: 10,
+      rollingCountBuckets: 5,
+    });
     const calls: number[] = [];
     for (let t = 0; t < 30; t++) {
       await g.fire();
@@ -360,6 +368,24 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     }
     await g.shutdown();
     expect(vi.getTimerCount()).toBe(0);
+  };
+
+  // issue 10: a bucket cached for a fixed 10 ms outlived windows shorter than that
+  test('every success counts in the current bucket of a window whose buckets last 2 ms, and leaves the window exactly when its bucket does', async () => {
+    await checkShortBuckets(CircuitBreaker);
+  });
+
+  test('a CircuitBreaker that rotates its buckets itself (not through rotateBucketController) still gets every success, through its events', async () => {
+    const Base = CircuitBreaker as unknown as new (
+      action: unknown,
+      options: Record<string, unknown>,
+    ) => object;
+    class OwnRotation extends Base {
+      constructor(action: unknown, options: Record<string, unknown>) {
+        super(action, { ...options, rotateBucketController: undefined });
+      }
+    }
+    await checkShortBuckets(OwnRotation as unknown as OpossumConstructor);
   });
 
   test('stats carry latency percentiles from the rolling HDR histogram', async () => {
