@@ -23,7 +23,7 @@
 import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
 import type { OpossumBreaker, OpossumConstructor, OpossumStats } from '../opossum.js';
-import { checkBreaker } from '../options.js';
+import { type CheckedOptions, checkBreaker } from '../options.js';
 import type { CircuitState } from '../types.js';
 import type { Circuit, CircuitOwner, CircuitTicket } from './Circuit.js';
 
@@ -34,17 +34,18 @@ interface MutableBucket {
 }
 
 /** The options the circuit is built from (checked by `checkGuardOptions`). */
-export interface CircuitOptions {
-  CircuitBreaker: OpossumConstructor | undefined;
-  probeSlots: number;
-  errorThresholdPercentage: number;
-  resetTimeout: number;
-  rollingCountTimeout: number;
-  rollingCountBuckets: number;
-  volumeThreshold: number;
-  allowWarmUp: boolean;
-  name: string | undefined;
-}
+export type CircuitOptions = Pick<
+  CheckedOptions,
+  | 'CircuitBreaker'
+  | 'probeSlots'
+  | 'errorThresholdPercentage'
+  | 'resetTimeout'
+  | 'rollingCountTimeout'
+  | 'rollingCountBuckets'
+  | 'volumeThreshold'
+  | 'allowWarmUp'
+  | 'name'
+>;
 
 const EMPTY_ARGS: unknown[] = [];
 const noop = () => {};
