@@ -120,21 +120,3 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
     this.owner._refused(this, error);
   }
 }
-
-/** The resolve function {@link capture} just received (taken at once by {@link answerLater}). */
-let captured: ((value: unknown) => void) | undefined;
-/** One shared promise executor instead of a closure per call. */
-const capture = (resolve: (value: unknown) => void): void => {
-  captured = resolve;
-};
-
-/**
- * @internal Makes the caller's promise of `call`, answered later through `call.resolve` (a rejection
- * resolves it with a rejected promise).
- */
-export function answerLater<R>(call: Call): Promise<R> {
-  const promise = new Promise<R>(capture as (resolve: (value: R) => void) => void);
-  call.resolve = captured as (value: unknown) => void;
-  captured = undefined;
-  return promise;
-}

@@ -46,18 +46,21 @@ export class CallList {
  * per-waiter extras: 25 % more per call with 10,000 queued, and Node's EventTarget scans its listener
  * list on every add, so one signal shared by the queue was quadratic.)
  */
-export class QueuedCalls extends CallList {
+export class QueuedCalls {
+  /** (A list of its own rather than a subclass: the list's methods stay monomorphic.) */
+  readonly #list = new CallList();
+
   /** The limiter queued `call`: filed with its ticket. */
   file(call: Call, ticket: QueueTicket): void {
     call.permit = ticket;
-    this.append(call);
+    this.#list.append(call);
   }
 
   /** `call` left the limiter's queue (granted or refused): unfiled, if it was filed. */
   leave(call: Call): void {
     if (call.permit === undefined) return;
     call.permit = undefined;
-    this.remove(call);
+    this.#list.remove(call);
   }
 
   /**
@@ -66,7 +69,7 @@ export class QueuedCalls extends CallList {
    * through its `granted`).
    */
   shedAll(): void {
-    for (let call = this.head; call !== undefined; call = this.head) {
+    for (let call = this.#list.head; call !== undefined; call = this.#list.head) {
       const ticket = call.permit as QueueTicket;
       this.leave(call);
       call.shed = true;

@@ -7,7 +7,9 @@ import { TimeoutList } from './TimeoutList.js';
  * @internal The guard's calls in flight (started, not settled): their start times, their timeouts
  * (one timer for all, see {@link TimeoutList}), and their abort at shutdown.
  */
-export class InFlightCalls extends CallList {
+export class InFlightCalls {
+  /** (A list of its own rather than a subclass: the list's methods stay monomorphic.) */
+  readonly #list = new CallList();
   readonly #clock: Clock;
   /** `undefined` without a timeout. */
   readonly #timeouts: TimeoutList | undefined;
@@ -21,7 +23,6 @@ export class InFlightCalls extends CallList {
   #lastStart = -Infinity;
 
   constructor(clock: Clock, timeoutMs: number | false) {
-    super();
     this.#clock = clock;
     this.#timeouts = timeoutMs === false ? undefined : new TimeoutList(clock, timeoutMs);
   }
@@ -32,13 +33,13 @@ export class InFlightCalls extends CallList {
     const start = Number.isNaN(fresh) ? this.#clock.now() : Math.max(fresh, this.#lastStart);
     this.#lastStart = start;
     call.start = start;
-    this.append(call);
+    this.#list.append(call);
     this.#timeouts?.add(call);
   }
 
   /** The call settled: no longer in flight, and its timeout is off. */
   untrack(call: Call): void {
-    this.remove(call);
+    this.#list.remove(call);
     this.#timeouts?.remove(call);
   }
 
@@ -49,7 +50,7 @@ export class InFlightCalls extends CallList {
    */
   abortAll(error: unknown): void {
     this.#timeouts?.clear();
-    for (let call = this.tail; call !== undefined; call = call.cprev) {
+    for (let call = this.#list.tail; call !== undefined; call = call.cprev) {
       call.live = false;
       call._abort(error);
       if (!call.answered) {
@@ -59,6 +60,6 @@ export class InFlightCalls extends CallList {
       // Calls in flight have started: `permit` is their permit.
       (call.permit as Permit).ignore();
     }
-    this.clear();
+    this.#list.clear();
   }
 }

@@ -9,7 +9,7 @@ import {
   type QueueTicket,
   systemClock,
 } from 'limits-core';
-import { answerLater, Call, type CallOwner, noop } from './Call.js';
+import { Call, type CallOwner, noop } from './Call.js';
 import type { CallContext } from './CallContext.js';
 import { QueuedCalls } from './CallList.js';
 import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
@@ -20,7 +20,7 @@ import { InFlightCalls } from './InFlightCalls.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import type { OpossumBreaker } from './opossum.js';
 import { checkGuardOptions, ownLimiter } from './options.js';
-import { classifyOutcome, isThenable } from './outcome.js';
+import { defaultOutcome, isThenable } from './outcome.js';
 import type {
   CircuitState,
   FallbackCause,
@@ -28,6 +28,7 @@ import type {
   GuardClassify,
   GuardedAction,
   GuardOptions,
+  GuardOutcome,
   GuardStats,
 } from './types.js';
 
@@ -64,6 +65,12 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * `fire`, which had no promise for that caller yet).
    */
   #refusal: Promise<R> | undefined = undefined;
+  /** The resolve function `#capture` just received (taken at once). */
+  #captured: ((value: unknown) => void) | undefined = undefined;
+  /** One shared promise executor instead of a closure per call. */
+  readonly #capture = (resolve: (value: unknown) => void): void => {
+    this.#captured = resolve;
+  };
 
   /**
    * @internal Use {@link guard}.
@@ -122,7 +129,10 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       return refusal;
     }
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
-    return answerLater<R>(call);
+    const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
+    call.resolve = this.#captured as (value: unknown) => void;
+    this.#captured = undefined;
+    return promise;
   }
 
   /** @internal The limiter queued `call`: filed with its ticket, to be shed if the circuit opens. */
@@ -247,7 +257,11 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       );
     }
     let promise: Promise<R> | undefined;
-    if (!queued) promise = answerLater<R>(call);
+    if (!queued) {
+      promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
+      call.resolve = this.#captured as (value: unknown) => void;
+      this.#captured = undefined;
+    }
     this.#calls.track(call);
     try {
       (result as PromiseLike<R>).then(
@@ -276,7 +290,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       permit.dropped();
       return;
     }
-    const outcome = classifyOutcome(this.#classify, error, value);
+    let outcome: GuardOutcome | undefined;
+    try {
+      outcome = this.#classify?.(error, value);
+    } catch {
+      outcome = undefined;
+    }
+    outcome ??= defaultOutcome(error);
     // Releasing may start queued calls right here: they take `now` as their start time.
     const calls = this.#calls;
     const outer = calls.freshNow;
