@@ -9,6 +9,7 @@ const ANSWERED = 2;
 const TIMED_OUT = 4;
 const TRIAL = 8;
 const SHED = 16;
+const WAITING = 32;
 
 /** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
 export const noop = (): void => {};
@@ -24,7 +25,7 @@ export interface CallOwner {
   _granted(call: Call, permit: Permit): void;
   /** The limiter refused the call (at admission, or while it waited). */
   _refused(call: Call, error: LimitExceededError): void;
-  /** The call's timeout elapsed. */
+  /** The call's `timeoutMs` budget ran out (while queued or while running). */
   _timeout(call: Call): void;
 }
 
@@ -45,15 +46,20 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
    */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
-  /** LIVE, ANSWERED, TIMED_OUT, TRIAL and SHED bits (one field: the queue may hold 10^5 calls). */
+  /** LIVE, ANSWERED, TIMED_OUT, TRIAL, SHED and WAITING bits (one field: the queue may hold 10^5 calls). */
   #flags: number;
   /**
    * The permit, once granted; before that, while the call waits in the limiter's queue, its queue
    * ticket (to take it out of the queue; one field less per queued call).
    */
   permit: Permit | QueueTicket | undefined = undefined;
-  /** Clock ms when the action started. */
+  /** Clock ms when the action started (for the latency window). */
   start = 0;
+  /**
+   * Clock ms when `fire()` was called: the call's `timeoutMs` budget (queue wait + execution) runs
+   * from here. Set only with a timeout; equal to `start` for a call granted its permit at once.
+   */
+  fired = 0;
   /**
    * The circuit episode (the circuit's count of state changes) the call was admitted in: only calls
    * of the current episode report to the circuit, and only trials of the current HALF_OPEN episode
@@ -93,7 +99,10 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   set answered(on: boolean) {
     this.#flags = on ? this.#flags | ANSWERED : this.#flags & ~ANSWERED;
   }
-  /** The caller was answered at the timeout; the action is still running. */
+  /**
+   * The caller was answered at the timeout: while the call waited in the limiter's queue (it is then
+   * taken out of it), or while its action runs (which keeps its permit until it ends).
+   */
   get timedOut(): boolean {
     return (this.#flags & TIMED_OUT) !== 0;
   }
@@ -106,6 +115,13 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   }
   set shed(on: boolean) {
     this.#flags = on ? this.#flags | SHED : this.#flags & ~SHED;
+  }
+  /** Waiting in the limiter's queue (filed with its `QueueTicket` in `permit`). */
+  get waiting(): boolean {
+    return (this.#flags & WAITING) !== 0;
+  }
+  set waiting(on: boolean) {
+    this.#flags = on ? this.#flags | WAITING : this.#flags & ~WAITING;
   }
   expire(): void {
     this.owner._timeout(this);

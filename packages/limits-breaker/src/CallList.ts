@@ -53,14 +53,26 @@ export class QueuedCalls {
   /** The limiter queued `call`: filed with its ticket. */
   file(call: Call, ticket: QueueTicket): void {
     call.permit = ticket;
+    call.waiting = true;
     this.#list.append(call);
   }
 
   /** `call` left the limiter's queue (granted or refused): unfiled, if it was filed. */
   leave(call: Call): void {
-    if (call.permit === undefined) return;
+    if (!call.waiting) return;
+    call.waiting = false;
     call.permit = undefined;
     this.#list.remove(call);
+  }
+
+  /**
+   * Takes `call` (filed) out of the limiter's queue with `cause`: the limiter answers it
+   * synchronously through its `refused` (reason `aborted`, `cause` as the error's cause).
+   */
+  cancel(call: Call, cause: unknown): void {
+    const ticket = call.permit as QueueTicket;
+    this.leave(call);
+    ticket.cancel(cause);
   }
 
   /**

@@ -2,8 +2,8 @@ import type { Clock } from 'limits-core';
 
 /** @internal An entry of the timeout list. */
 export interface Timed {
-  /** Clock ms when it started (it times out `timeoutMs` later). */
-  start: number;
+  /** Clock ms when its budget started, at `fire()` (it times out `timeoutMs` later). */
+  fired: number;
   prev: Timed | undefined;
   next: Timed | undefined;
   /** Called once when it times out. */
@@ -12,7 +12,8 @@ export interface Timed {
 
 /**
  * @internal Per-call timeouts with one timer for all calls. Every call gets the same timeout, so
- * calls time out in the order they started: a FIFO list is already sorted by due time, adding and
+ * calls time out in the order they were fired (entered in `fire()`, before the call waits for a
+ * permit): a FIFO list is already sorted by due time, adding and
  * removing are O(1), and a single timer armed for the head is enough. opossum arms a `setTimeout`
  * per call instead.
  */
@@ -23,7 +24,7 @@ export class TimeoutList {
   #tail: Timed | undefined = undefined;
   #timer: unknown = undefined;
   /**
-   * Inside `#fire`'s loop: an entry added meanwhile (a call started by a listener of an expiring call)
+   * Inside `#fire`'s loop: an entry added meanwhile (a call fired by a listener of an expiring call)
    * must not arm a timer of its own; `#fire` arms one for the head when the loop ends.
    */
   #firing = false;
@@ -75,7 +76,7 @@ export class TimeoutList {
   #arm(): void {
     const head = this.#head;
     if (head === undefined) return;
-    const due = head.start + this.#timeoutMs;
+    const due = head.fired + this.#timeoutMs;
     this.#timer = this.#clock.setTimeout(this.#fire, Math.max(0, due - this.#clock.now()));
   }
 
@@ -85,7 +86,7 @@ export class TimeoutList {
     const timeoutMs = this.#timeoutMs;
     this.#firing = true;
     try {
-      for (let t = this.#head; t !== undefined && t.start + timeoutMs <= now; t = this.#head) {
+      for (let t = this.#head; t !== undefined && t.fired + timeoutMs <= now; t = this.#head) {
         this.remove(t);
         t.expire();
       }

@@ -22,13 +22,14 @@ export class CircuitOpenError extends LimitsError {
 }
 
 /**
- * The call did not finish within the guard's `timeout`. Its caller was answered at the timeout; the
- * call itself was aborted (its signal fired) and keeps its permit until it really ends. `code` is
+ * The call did not finish within the guard's `timeoutMs`, counted from `fire()`. Its caller was
+ * answered at that deadline. A call still waiting for a permit then left the limiter's queue; a
+ * running one was aborted (its signal fired) and keeps its permit until it really ends. `code` is
  * `CALL_TIMEOUT`; `name` is `TimeoutError`, so limits-core classifies it as a dropped sample.
  */
 export class CallTimeoutError extends LimitsError {
   static readonly code = 'CALL_TIMEOUT';
-  /** The timeout in ms. */
+  /** The guard's `timeoutMs`. */
   readonly timeoutMs: number;
 
   constructor(timeoutMs: number) {

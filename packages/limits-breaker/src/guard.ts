@@ -87,13 +87,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#classify = o.classify as GuardClassify | undefined;
     this.#acquire = o.acquire;
     this.#clock = o.clock ?? systemClock;
-    this.#timeoutMs = o.timeout;
+    this.#timeoutMs = o.timeoutMs;
     this.#ownsLimiter = o.limiter === undefined;
     this.limiter = o.limiter ?? ownLimiter(o);
     const circuit = new OpossumCircuit(this, o);
     this.#circuit = circuit;
     this.breaker = circuit.breaker;
-    this.#calls = new InFlightCalls(this.#clock, o.timeout);
+    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
 
@@ -119,6 +119,9 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     }
     // A call without arguments keeps the shared empty array: its rest array dies young.
     const call = new Call(this, trial, args.length === 0 ? EMPTY_ARGS : args, circuit.episode);
+    // The `timeoutMs` budget starts now, before any wait for a permit (the call leaves the timeout
+    // list on every path: settled, refused, shed, dismissed, timed out, shut down).
+    if (this.#timeoutMs !== false) this.#calls.budget(call);
     // (The `acquire` option was checked at construction: this does not throw.)
     const permit = this.limiter.acquireWith(call, this.#acquire);
     if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
@@ -154,22 +157,30 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   /** A granted call that must not run: its permit goes back unused, its caller gets `answer`. */
   #dismiss(call: Call, permit: Permit, answer: Promise<R>): void {
     permit.ignore();
+    this.#calls.untime(call);
     this.#circuit.endTrial(call);
     call.answered = true;
     call.resolve(answer);
   }
 
   /**
-   * @internal The limiter refused a queued call: reason `limit`, never a breaker failure; or the
-   * circuit opened while it waited: reason `open`.
+   * @internal The limiter refused a call (at admission or while it waited): reason `limit`, never a
+   * breaker failure; or the circuit opened while it waited: reason `open`; or its `timeoutMs` budget
+   * ran out while it waited: reason `timeout` (the `CallTimeoutError` is the refusal's cause). None
+   * of these reached the downstream: none counts as a breaker failure, and a trial frees its slot
+   * only in its own HALF_OPEN episode.
    */
   _refused(call: Call, error: LimitExceededError): void {
     this.#queued.leave(call);
+    this.#calls.untime(call);
     this.#circuit.endTrial(call);
     call.answered = true;
-    const answer = call.shed
-      ? this.#fail('open', call.args as A, new CircuitOpenError('OPEN'))
-      : this.#fail('limit', call.args as A, error);
+    const args = call.args as A;
+    const answer = call.timedOut
+      ? this.#fail('timeout', args, error.cause as CallTimeoutError)
+      : call.shed
+        ? this.#fail('open', args, new CircuitOpenError('OPEN'))
+        : this.#fail('limit', args, error);
     // Refused at admission: `fire` has no promise for the caller yet and returns this one.
     if (call.resolve === noop) this.#refusal = answer;
     else call.resolve(answer);
@@ -188,9 +199,10 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
 
   /**
    * Shuts the guard down: no new calls; every call in flight is aborted (its signal fires) and its
-   * permit released; with a `timeout` its caller is rejected at once (code `SHUTDOWN`), without one the
+   * permit released; with a `timeoutMs` its caller is rejected at once (code `SHUTDOWN`), without one the
    * caller's promise follows the action (derived from it), which the aborted signal should end. opossum
-   * is shut down; the timeout timer and every listener the guard added are removed; an own limiter is
+   * is shut down; the timeout timer (and list: calls still waiting for a permit keep waiting, without a
+   * budget, and are answered `SHUTDOWN` if a shared limiter grants them later) and every listener the guard added are removed; an own limiter is
    * closed. An action that ignores its signal keeps running, but holds nothing of the guard's any more.
    */
   async shutdown(): Promise<void> {
@@ -225,6 +237,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     } catch (error) {
       // Threw before starting anything: the permit goes back at once, the breaker does not count it.
       permit.ignore();
+      this.#calls.untime(call);
       this.#circuit.endTrial(call);
       call.answered = true;
       const answer = this.#fail('error', args, error);
@@ -233,7 +246,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       return undefined;
     }
     if (!thenable) {
-      this.#calls.track(call);
+      this.#calls.track(call, queued);
       call.answered = true;
       this.#settled(call, undefined, result);
       if (!queued) return Promise.resolve(result);
@@ -243,7 +256,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (this.#timeoutMs === false && !queued) {
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
-      this.#calls.track(call);
+      this.#calls.track(call, queued);
       call.answered = true;
       return Promise.resolve(result).then(
         (value) => {
@@ -262,7 +275,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       call.resolve = this.#captured as (value: unknown) => void;
       this.#captured = undefined;
     }
-    this.#calls.track(call);
+    this.#calls.track(call, queued);
     try {
       (result as PromiseLike<R>).then(
         (value) => this.#settled(call, undefined, value),
@@ -318,12 +331,22 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     else call.resolve(this.#fail('error', call.args as A, error));
   }
 
-  /** @internal The call's timeout elapsed: answer the caller now, keep the permit until it ends. */
+  /**
+   * @internal The call's `timeoutMs` budget (from `fire()`) ran out. Still waiting for a permit: it
+   * leaves the limiter's queue now and its caller is answered `timeout` (through `_refused`; not a
+   * breaker failure, not a limiter sample: it never reached the downstream). Running: its caller is
+   * answered now, its signal aborts, the breaker counts a failure, and it keeps its permit until the
+   * action ends (then released as dropped).
+   */
   _timeout(call: Call): void {
     if (call.answered) return;
     call.timedOut = true;
-    call.answered = true;
     const error = new CallTimeoutError(this.#timeoutMs as number);
+    if (call.waiting) {
+      this.#queued.cancel(call, error);
+      return;
+    }
+    call.answered = true;
     call._abort(error);
     this.#circuit.failure(call, error);
     call.resolve(this.#fail('timeout', call.args as A, error));
@@ -364,11 +387,12 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
 /**
  * Guards `action` with a circuit breaker (opossum) over an adaptive limiter, with fallbacks.
  *
- * @param action - called as `action(ctx, ...args)`; `ctx.signal` aborts on timeout and shutdown.
+ * @param action - called as `action(ctx, ...args)`; `ctx.signal` aborts when the call's `timeoutMs`
+ *   budget (counted from `fire()`) runs out, and on shutdown.
  * @example
  * ```ts
  * const getUser = guard((ctx, id: string) => fetch(`${API}/users/${id}`, { signal: ctx.signal }).then((r) => r.json()), {
- *   timeout: 2000,
+ *   timeoutMs: 2000,
  *   probeSlots: 3,
  *   fallback: (_cause, id) => cache.get(id),
  * });

@@ -21,7 +21,7 @@ const GUARD_KEYS = [
   'limiter',
   'limit',
   'probeSlots',
-  'timeout',
+  'timeoutMs',
   'fallback',
   'classify',
   'acquire',
@@ -40,6 +40,15 @@ const GUARD_KEYS = [
 
 /** The names of the `acquire` option's keys in messages (`acquire.timeout`). */
 const ACQUIRE_NAMES = acquireOptionNames('acquire.');
+
+/**
+ * Options of `guard()` that were renamed, with their new name (refused with a message naming it;
+ * opossum's own `timeout` is the guard's `timeoutMs`).
+ */
+const RENAMED: Record<string, string> = {
+  timeout:
+    'timeoutMs" (a budget in ms counted from fire(): the wait for a permit and the action, e.g. { timeoutMs: 2000 }, or false)',
+};
 
 /** opossum options the guard does not take, with what to use instead. */
 const OPOSSUM_ONLY: Record<string, string> = {
@@ -69,7 +78,7 @@ const MAX_LATENCY_BUCKETS = 1_000;
 /** The guard's options, checked, with defaults applied (what the constructor needs). */
 export interface CheckedOptions {
   probeSlots: number;
-  timeout: number | false;
+  timeoutMs: number | false;
   fallback: ((...args: never[]) => unknown) | undefined;
   classify: ((...args: never[]) => unknown) | undefined;
   acquire: AcquireOptions | undefined;
@@ -96,6 +105,10 @@ export interface CheckedOptions {
 export function checkGuardOptions(options: unknown): CheckedOptions {
   if (options !== null && typeof options === 'object' && !Array.isArray(options)) {
     for (const key in options) {
+      const renamed = RENAMED[key];
+      if (renamed !== undefined) {
+        throw new TypeError(`limits: option "${key}" of guard() was renamed "${renamed}`);
+      }
       const hint = OPOSSUM_ONLY[key];
       if (hint !== undefined && !(GUARD_KEYS as readonly string[]).includes(key)) {
         throw new TypeError(`limits: option "${key}" of opossum is not taken by guard(); ${hint}`);
@@ -105,7 +118,7 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
   checkKeys('guard', options, GUARD_KEYS);
   const o = (options ?? {}) as Record<string, unknown>;
   const probeSlots = checkNumber('probeSlots', o.probeSlots, 1, { min: 1, integer: true });
-  const timeout = checkTimeout(o.timeout);
+  const timeoutMs = checkTimeoutMs(o.timeoutMs);
   const fallback = checkFunction<CheckedOptions['fallback']>('fallback', o.fallback);
   const classify = checkFunction<CheckedOptions['classify']>('classify', o.classify);
   const acquire = checkAcquire(o.acquire);
@@ -160,7 +173,7 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
   const name = checkString('name', o.name);
   return {
     probeSlots,
-    timeout,
+    timeoutMs,
     fallback,
     classify,
     acquire,
@@ -180,15 +193,17 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
   };
 }
 
-function checkTimeout(value: unknown): number | false {
+function checkTimeoutMs(value: unknown): number | false {
   if (value === undefined) return 10_000;
   if (value === false) return false;
   const allowed = 'a number in (0, Infinity) or false';
   if (typeof value !== 'number' || Number.isNaN(value)) {
-    throw new TypeError(`limits: option "timeout" must be ${allowed}, got ${formatValue(value)}`);
+    throw new TypeError(`limits: option "timeoutMs" must be ${allowed}, got ${formatValue(value)}`);
   }
   if (!(value > 0 && Number.isFinite(value))) {
-    throw new RangeError(`limits: option "timeout" must be ${allowed}, got ${formatValue(value)}`);
+    throw new RangeError(
+      `limits: option "timeoutMs" must be ${allowed}, got ${formatValue(value)}`,
+    );
   }
   return value;
 }

@@ -66,11 +66,21 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    */
   probeSlots?: number;
   /**
-   * Per-call timeout in ms, or `false`. The caller is answered at the timeout (fallback `timeout` or
-   * `CallTimeoutError`); the call is aborted and keeps its permit until it really ends.
+   * Each call's time budget in ms, end to end, or `false`: counted from `fire()`, it covers the wait
+   * for a permit in the limiter's queue and the action. When it runs out the caller is answered at
+   * once (fallback reason `timeout`, or a `CallTimeoutError`) in every phase:
+   * - still waiting for a permit: the call leaves the limiter's queue; it never reached the
+   *   downstream, so it is neither a breaker failure nor a limiter sample (a HALF_OPEN trial frees
+   *   its slot);
+   * - running: `ctx.signal` aborts, the breaker counts a failure, and the call keeps its permit until
+   *   the action really ends (then released as `dropped`).
+   *
+   * The limiter itself does not know the budget (no per-call cost): to also have it refuse at
+   * admission a call whose budget cannot be met, pass `acquire: { timeout }` too. Replaces opossum's
+   * `timeout` (which counted from the start of the action); the key `timeout` is refused.
    * @default 10000 (opossum's default)
    */
-  timeout?: number | false;
+  timeoutMs?: number | false;
   /**
    * Answers a call that did not succeed: `fallback({ reason, error }, ...args)`, with the call's
    * arguments; `error` is what the caller would get without a fallback (see {@link FallbackCause}).
@@ -79,13 +89,18 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
   fallback?: (cause: FallbackCause, ...args: A) => R | PromiseLike<R>;
   /** Outcome of a call; see {@link GuardOutcome}. Default: resolved → success, timeout/abort → dropped, other errors → failure. */
   classify?: GuardClassify;
-  /** Acquire options for every call (e.g. `{ timeout: 200 }` to bound the wait for a permit). */
+  /**
+   * Acquire options for every call (checked once, passed to the limiter with each call). E.g.
+   * `{ timeout: 200 }` makes the limiter refuse (reason `limit`) a call whose wait cannot fit in
+   * 200 ms, at admission (from its estimated service time) or while queued. Costs every call an
+   * options check and a clock read in the limiter.
+   */
   acquire?: AcquireOptions;
   /** Rolling window of the latency percentiles in ms. @default 60000 */
   latencyWindowMs?: number;
   /** Histograms in the latency window (memory is bounded by their number). @default 6 */
   latencyBuckets?: number;
-  /** Time source and timers (for per-call timeouts and latency). @default the system clock */
+  /** Time source and timers (for `timeoutMs` budgets and latency). @default the system clock */
   clock?: Clock;
   /** The opossum CircuitBreaker class to use. @default the installed `opossum` peer dependency */
   CircuitBreaker?: OpossumConstructor;

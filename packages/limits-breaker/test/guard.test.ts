@@ -19,7 +19,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     vi.useRealTimers();
   });
 
-  const base = { CircuitBreaker, clock, timeout: false as const, limit: { limit: 10, clock } };
+  const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
   /** `base` for a guard on a shared limiter (which takes no `limit` option). */
   const { limit: _ownLimit, ...shared } = base;
 
@@ -110,7 +110,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
         signal = ctx.signal;
         return slow.promise;
       },
-      { ...base, timeout: 100 },
+      { ...base, timeoutMs: 100 },
     );
     const caller = g.fire();
     const outcome = caller.catch((e: unknown) => e);
@@ -205,7 +205,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
         signal = ctx.signal;
         return new Promise<never>(() => {});
       },
-      { ...base, timeout: 60_000 },
+      { ...base, timeoutMs: 60_000 },
     );
     const caller = g.fire().catch((e: unknown) => e);
     await flush();
@@ -244,7 +244,10 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 
-  test('queued calls wait in the limiter: each starts when a permit frees, its timeout counts from the start', async () => {
+  test('queued calls wait in the limiter: each starts when a permit frees, its timeoutMs budget counts from fire(), not from the start', async () => {
+    // Changed in meaning with `timeoutMs` (issue 10): the budget now runs from fire() and covers the
+    // wait for a permit. With the old `timeout`, counted from the action's start, call 2 (started at
+    // t = 60 ms) timed out at 160 ms and call 3 ran to the end.
     const gates: Array<ReturnType<typeof deferred<number>>> = [];
     const g = guard(
       (_ctx, n: number) => {
@@ -252,7 +255,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
         gates[n] = d;
         return d.promise;
       },
-      { ...base, timeout: 100, limit: { limit: 2, maxQueued: 10, clock } },
+      { ...base, timeoutMs: 100, limit: { limit: 2, maxQueued: 10, clock } },
     );
     const callers = [0, 1, 2, 3].map((n) => g.fire(n).catch((e: unknown) => e));
     await flush();
@@ -261,19 +264,25 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await vi.advanceTimersByTimeAsync(60);
     gates[0]?.resolve(0);
     await flush();
-    // Call 2 started at t = 60 ms: it times out at 160, not at 100 like call 1.
+    // Call 2 started at t = 60 ms, but its budget started at fire() (t = 0): it times out at 100.
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 1 });
-    await vi.advanceTimersByTimeAsync(40);
+    await vi.advanceTimersByTimeAsync(39);
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 1 });
+    await vi.advanceTimersByTimeAsync(1);
     expect(await callers[1]).toBeInstanceOf(CallTimeoutError);
-    expect(g.limiter.inflight).toBe(2); // call 1 still holds its permit: nothing more starts
+    expect(await callers[2]).toBeInstanceOf(CallTimeoutError);
+    // Call 3 was still waiting at t = 100: it left the queue and never started.
+    expect(await callers[3]).toBeInstanceOf(CallTimeoutError);
+    expect(gates[3]).toBeUndefined();
+    // Calls 1 and 2 still hold their permits until their actions end.
+    expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 0 });
     gates[2]?.resolve(2);
     gates[1]?.resolve(1);
     await flush();
-    expect(g.limiter.snapshot()).toMatchObject({ inflight: 1, queued: 0 });
-    gates[3]?.resolve(3);
-    expect(await Promise.all([callers[0], callers[2], callers[3]])).toEqual([0, 2, 3]);
+    expect(await callers[0]).toBe(0);
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
-    expect(g.stats().breaker).toMatchObject({ fires: 4, successes: 3, failures: 1 });
+    // Call 3 never reached the downstream: not a breaker failure.
+    expect(g.stats().breaker).toMatchObject({ successes: 1, failures: 2 });
     await g.shutdown();
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -415,7 +424,7 @@ describe('guard() shutdown without a timeout', () => {
           ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
         );
       },
-      { timeout: false, limit: { limit: 2 } },
+      { timeoutMs: false, limit: { limit: 2 } },
     );
     const caller = g.fire().catch((e: unknown) => e);
     await flush();

@@ -15,7 +15,7 @@ const flush = async () => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
 
-const base = { CircuitBreaker, clock, timeout: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -43,7 +43,7 @@ describe('HALF_OPEN trials', () => {
       },
       {
         ...base,
-        timeout: 100,
+        timeoutMs: 100,
         probeSlots: 2,
         resetTimeout: 1_000,
         limit: { limit: 100, probeSlots: 2, clock },
@@ -135,7 +135,7 @@ describe('thenables', () => {
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
     try {
-      const g = guard(badThen, { ...base, timeout: 100 });
+      const g = guard(badThen, { ...base, timeoutMs: 100 });
       let p: Promise<string> | undefined;
       expect(() => {
         p = g.fire();
@@ -158,7 +158,7 @@ describe('thenables', () => {
     let n = 0;
     const g = guard(() => (n++ === 0 ? hold.promise : badThen()), {
       ...base,
-      timeout: 100,
+      timeoutMs: 100,
       limit: { limit: 1, maxQueued: 5, clock },
       fallback: ({ reason, error }) => `${reason}: ${(error as Error).message}`,
     });
@@ -337,7 +337,7 @@ describe('fallback', () => {
       },
       {
         ...base,
-        timeout: 100,
+        timeoutMs: 100,
         errorThresholdPercentage: 100,
         limit: { limit: 1, maxQueued: 0, clock },
         fallback: (cause, x) => {
@@ -386,27 +386,33 @@ describe('bad input', () => {
   const cases: Case[] = [
     [
       'an unknown key',
-      { timout: 100 },
+      { timoutMs: 100 },
       TypeError,
-      /unknown option "timout".*did you mean "timeout"/,
+      /unknown option "timoutMs".*did you mean "timeoutMs"/,
+    ],
+    [
+      'the old key timeout (issue 10: renamed timeoutMs)',
+      { timeout: 100 },
+      TypeError,
+      /option "timeout" of guard\(\) was renamed "timeoutMs"/,
     ],
     ['an unknown key far from any', { zzzzzz: 1 }, TypeError, /unknown option "zzzzzz".*allowed:/],
     ['opossum capacity', { capacity: 5 }, TypeError, /"capacity".*"limit"/],
     ['opossum errorFilter', { errorFilter: () => true }, TypeError, /"errorFilter".*"classify"/],
     [
-      'timeout as a string',
-      { timeout: '100' },
+      'timeoutMs as a string',
+      { timeoutMs: '100' },
       TypeError,
-      /option "timeout" must be .* or false, got "100"/,
+      /option "timeoutMs" must be .* or false, got "100"/,
     ],
     [
-      'timeout negative',
-      { timeout: -5 },
+      'timeoutMs negative',
+      { timeoutMs: -5 },
       RangeError,
-      /option "timeout" must be .* or false, got -5/,
+      /option "timeoutMs" must be .* or false, got -5/,
     ],
-    ['timeout NaN', { timeout: Number.NaN }, TypeError, /option "timeout"/],
-    ['timeout true', { timeout: true }, TypeError, /option "timeout".*got true/],
+    ['timeoutMs NaN', { timeoutMs: Number.NaN }, TypeError, /option "timeoutMs"/],
+    ['timeoutMs true', { timeoutMs: true }, TypeError, /option "timeoutMs".*got true/],
     [
       'probeSlots as a string',
       { probeSlots: '2' },
@@ -644,7 +650,7 @@ describe('bad input', () => {
       limiter,
       clock,
       probeSlots: 1,
-      timeout: 1,
+      timeoutMs: 1,
       errorThresholdPercentage: 0,
       resetTimeout: 2147483647,
       rollingCountTimeout: 10,
@@ -658,7 +664,7 @@ describe('bad input', () => {
       classify: () => undefined,
       acquire: { timeout: 0, cost: 1, priority: -1, tenant: 't', kind: 'k', bytes: 0 },
     });
-    const g2 = guard(action, { CircuitBreaker, timeout: false, errorThresholdPercentage: 100 });
+    const g2 = guard(action, { CircuitBreaker, timeoutMs: false, errorThresholdPercentage: 100 });
     await g.shutdown();
     await g2.shutdown();
   });
@@ -731,7 +737,7 @@ describe('listeners that throw', () => {
   test('a state listener that throws when a failed trial re-opens the circuit: the trial is answered, its permit released, the error reported', async () => {
     const g = guard(() => Promise.reject(new Error('down')), {
       ...base,
-      timeout: 100,
+      timeoutMs: 100,
       resetTimeout: 40,
       limit: { limit: 1, clock },
     });
@@ -831,7 +837,7 @@ describe('listeners that throw', () => {
   test("a listener of opossum's own events that throws leaves no caller unanswered", async () => {
     const g = guard(() => Promise.reject(new Error('down')), {
       ...base,
-      timeout: 100,
+      timeoutMs: 100,
       resetTimeout: 40,
       fallback: () => 'fallback',
     });
@@ -863,7 +869,7 @@ describe('re-entrant listeners', () => {
     let sync = false;
     const g = guard(() => (sync ? 'value' : new Promise<string>(() => {})), {
       ...base,
-      timeout: 60,
+      timeoutMs: 60,
     });
     const answers: string[] = [];
     g.on('fallback', ({ reason }) => {

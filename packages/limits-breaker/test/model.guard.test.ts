@@ -39,7 +39,7 @@ interface Config {
   probeSlots: number;
   limit: number;
   maxQueued: number;
-  timeout: number | false;
+  timeoutMs: number | false;
   volumeThreshold: number;
   resetTimeout: number;
   fallback: boolean;
@@ -56,7 +56,7 @@ const configArb: fc.Arbitrary<Config> = fc.record({
   probeSlots: fc.integer({ min: 1, max: 3 }),
   limit: fc.integer({ min: 1, max: 4 }),
   maxQueued: fc.constantFrom(0, 2, 6),
-  timeout: fc.constantFrom<number | false>(false, 30, 60),
+  timeoutMs: fc.constantFrom<number | false>(false, 30, 60),
   volumeThreshold: fc.integer({ min: 0, max: 3 }),
   resetTimeout: fc.constantFrom(40, 100),
   fallback: fc.boolean(),
@@ -101,6 +101,8 @@ interface CallRec {
   started: boolean;
   /** Clock ms when the action started. */
   startedAt: number;
+  /** Date.now() at fire(): the call's `timeoutMs` budget starts here (issue 10). */
+  firedAt: number;
   /** The action settled (or never started anything: threw, returned a value). */
   done: boolean;
   answered: boolean;
@@ -171,7 +173,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       CircuitBreaker,
       clock,
       probeSlots: config.probeSlots,
-      timeout: config.timeout,
+      timeoutMs: config.timeoutMs,
       volumeThreshold: config.volumeThreshold,
       errorThresholdPercentage: 50,
       resetTimeout: config.resetTimeout,
@@ -190,6 +192,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       episode: g.state === 'HALF_OPEN' ? episode : 0,
       started: false,
       startedAt: Number.NaN,
+      firedAt: Date.now(),
       done: false,
       answered: false,
     };
@@ -259,11 +262,13 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     expect(g.limiter.inflight, `inflight, ${where}, ${ctx()}`).toBe(running().length);
     const waiting = calls.filter((c) => !c.started && !c.answered).length;
     expect(g.limiter.queued, `queued, ${where}, ${ctx()}`).toBe(waiting);
-    // A call with a timeout is answered at its timeout, whether or not its action has ended.
-    if (config.timeout !== false) {
+    // A call with a timeout is answered at its timeout, whether or not its action has ended. Since
+    // issue 10 (`timeoutMs`, an end-to-end budget) the timeout counts from fire(), queued or not;
+    // it counted from the action's start before (`c.started && now - c.startedAt`).
+    if (config.timeoutMs !== false) {
       const now = Date.now();
       for (const c of calls) {
-        if (c.started && now - c.startedAt >= config.timeout) {
+        if (now - c.firedAt >= config.timeoutMs) {
           expect(c.answered, `call ${c.id} answered at its timeout, ${where}, ${ctx()}`).toBe(true);
         }
       }
@@ -382,7 +387,7 @@ describe('guard() model', () => {
     probeSlots: 1,
     limit: 1,
     maxQueued: 0,
-    timeout: false,
+    timeoutMs: false,
     volumeThreshold: 0,
     resetTimeout: 40,
     fallback: false,
@@ -434,7 +439,7 @@ describe('guard() model', () => {
     await fc.assert(property(checks(8)), {
       ...params(31),
       // seed 90032: fire() throws synchronously and keeps the permit.
-      ...examples([8, [{ ...base, timeout: 60 }, [{ k: 'fire', behaviour: 'badThenable' }]]]),
+      ...examples([8, [{ ...base, timeoutMs: 60 }, [{ k: 'fire', behaviour: 'badThenable' }]]]),
     });
   });
 
@@ -444,7 +449,7 @@ describe('guard() model', () => {
 
   it('CircuitOpenError is what an OPEN circuit answers without a fallback', async () => {
     vi.useFakeTimers();
-    const g = guard(async () => 'x', { CircuitBreaker, clock, timeout: false });
+    const g = guard(async () => 'x', { CircuitBreaker, clock, timeoutMs: false });
     g.breaker.open();
     await expect(g.fire()).rejects.toBeInstanceOf(CircuitOpenError);
     await g.shutdown();
@@ -477,7 +482,7 @@ describe('guard(): new findings of the model suites', () => {
           if (kind === 'throw') throw new Error('threw before starting');
           return 'sync';
         },
-        { CircuitBreaker, clock, timeout: false, limit: { limit: 1, maxQueued: 100_000, clock } },
+        { CircuitBreaker, clock, timeoutMs: false, limit: { limit: 1, maxQueued: 100_000, clock } },
       );
       const head = g.fire();
       const n = 5000;
@@ -513,7 +518,7 @@ describe('guard(): new findings of the model suites', () => {
       {
         CircuitBreaker,
         clock,
-        timeout: false,
+        timeoutMs: false,
         limit: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
       },
     );
@@ -554,7 +559,7 @@ describe('guard(): new findings of the model suites', () => {
       async () => {
         throw new Error('down');
       },
-      { CircuitBreaker, clock, timeout: 100, resetTimeout: 40, limit: { limit: 1, clock } },
+      { CircuitBreaker, clock, timeoutMs: 100, resetTimeout: 40, limit: { limit: 1, clock } },
     );
     g.breaker.open();
     await vi.advanceTimersByTimeAsync(40);
