@@ -139,7 +139,8 @@ async function cockatielContender(withTimeout) {
     breaker: new ConsecutiveBreaker(5),
   });
   const bh = bulkhead(LIMIT, MAX_QUEUED);
-  // The timeout goes inside the bulkhead: like the guard's, it times the execution, not the wait.
+  // The timeout goes inside the bulkhead: it times the execution, not the wait (the guard's
+  // `timeoutMs` covers both; calls here do not wait for a permit long enough to tell).
   const policy = withTimeout
     ? wrap(cb, bh, timeout(TIMEOUT_MS, TimeoutStrategy.Cooperative))
     : wrap(cb, bh);
@@ -202,20 +203,20 @@ const CONTENDERS = [
   },
   {
     id: 'guard',
-    name: 'guard() `timeout: false`, limit 64',
+    name: 'guard() `timeoutMs: false`, limit 64',
     create: () =>
-      guardContender({ timeout: false, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
+      guardContender({ timeoutMs: false, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
   },
   {
     id: 'guard-vegas',
-    name: 'guard() `timeout: false`, default VegasLimit',
-    create: () => guardContender({ timeout: false, limit: { maxQueued: MAX_QUEUED } }),
+    name: 'guard() `timeoutMs: false`, default VegasLimit',
+    create: () => guardContender({ timeoutMs: false, limit: { maxQueued: MAX_QUEUED } }),
   },
   {
     id: 'guard-timeout',
-    name: 'guard() `timeout: 10000`, limit 64',
+    name: 'guard() `timeoutMs: 10000`, limit 64',
     create: () =>
-      guardContender({ timeout: TIMEOUT_MS, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
+      guardContender({ timeoutMs: TIMEOUT_MS, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
   },
 ];
 const REFERENCES = [

@@ -42,13 +42,14 @@
 // operations, as a service would; so the limiter's own timers run.
 //
 // Phase 2 (limits-breaker). Two guards: A with a fallback and its own Vegas limiter, B without a
-// fallback (typed errors) on a shared `Limiter` the script owns; both `timeout: 20`, `resetTimeout:
+// fallback (typed errors) on a shared `Limiter` the script owns; both `timeoutMs: 20`, `resetTimeout:
 // 40`, `volumeThreshold: 20`, `errorThresholdPercentage: 50` over a 200 ms rolling window (4 buckets),
-// A `probeSlots: 2`, B `probeSlots: 1`, queues of 256 with `maxQueueWaitMs: 30`. 2 × 128 workers call
-// `fire()` in a schedule of 600 ms cycles: 250 ms healthy (mostly quick successes; some errors,
+// A `probeSlots: 2`, B `probeSlots: 1`, queues of 256 with `maxQueueWaitMs: 15` (under the 20 ms
+// budget, which counts the wait for a permit too, so waits still expire as `limit` refusals).
+// 2 × 128 workers call `fire()` in a schedule of 600 ms cycles: 250 ms healthy (mostly quick successes; some errors,
 // synchronous throws, plain values, setImmediate and 1–5 ms calls; 1 in 2,000 a thenable whose
 // `then` throws), then 350 ms of outage, alternately "failing" (the action rejects, half at once,
-// half after 2–5 ms) and "hanging" (the action outlives its 20 ms timeout: half wait for
+// half after 2–5 ms) and "hanging" (the action outlives its 20 ms budget: half wait for
 // `ctx.signal`, half ignore it and settle after 30 ms). The circuits open, go HALF_OPEN (trials),
 // reopen, and close when the outage ends. The schedule's clock runs only while calls are made. The
 // phase runs until it has both the calls and ≥ 6 cycles (3 outages of each kind), then healthy calls
@@ -781,7 +782,7 @@ async function phase2() {
       }
       if (mode === 'hanging') {
         if (r < 0.5) {
-          // Waits for its signal (aborted at the guard's timeout).
+          // Waits for its signal (aborted when the guard's timeoutMs runs out).
           const signal = ctx.signal;
           return new Promise((_resolve, reject) => {
             if (signal.aborted) return reject(signal.reason);
@@ -831,7 +832,7 @@ async function phase2() {
   }
 
   const common = {
-    timeout: GUARD_TIMEOUT_MS,
+    timeoutMs: GUARD_TIMEOUT_MS,
     resetTimeout: RESET_TIMEOUT_MS,
     volumeThreshold: 20,
     errorThresholdPercentage: 50,
@@ -841,7 +842,7 @@ async function phase2() {
   A.guard = guard(makeAction(A), {
     ...common,
     probeSlots: A.probeSlots,
-    limit: { limit: new VegasLimit(VEGAS), maxQueued: 256, maxQueueWaitMs: 30 },
+    limit: { limit: new VegasLimit(VEGAS), maxQueued: 256, maxQueueWaitMs: 15 },
     fallback: (reason) => {
       // (`reason` is a string today; accept an object carrying it, should the signature grow)
       A.fallbackCalls.add(typeof reason === 'string' ? reason : String(reason?.reason));
@@ -852,7 +853,7 @@ async function phase2() {
     limit: new VegasLimit(VEGAS),
     probeSlots: 1,
     maxQueued: 256,
-    maxQueueWaitMs: 30,
+    maxQueueWaitMs: 15,
   });
   B.guard = guard(makeAction(B), { ...common, probeSlots: B.probeSlots, limiter: shared });
   for (const st of [A, B]) {
