@@ -199,11 +199,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
 
   /**
    * Shuts the guard down: no new calls; every call in flight is aborted (its signal fires) and its
-   * permit released; with a `timeoutMs` its caller is rejected at once (code `SHUTDOWN`), without one the
-   * caller's promise follows the action (derived from it), which the aborted signal should end. opossum
-   * is shut down; the timeout timer (and list: calls still waiting for a permit keep waiting, without a
-   * budget, and are answered `SHUTDOWN` if a shared limiter grants them later) and every listener the guard added are removed; an own limiter is
-   * closed. An action that ignores its signal keeps running, but holds nothing of the guard's any more.
+   * permit released; with a `timeoutMs` its caller is rejected at once (code `SHUTDOWN`), without one
+   * the caller's promise follows the action (derived from it), which the aborted signal should end.
+   * opossum is shut down; the timeout timer and list and every listener the guard added are removed;
+   * an own limiter is closed. Calls still waiting for a permit are answered `SHUTDOWN` when the
+   * limiter grants them (as the aborted calls' permits come back) or refused as an own limiter
+   * closes; in a shared limiter they may stay queued, without a budget, until it grants them. An
+   * action that ignores its signal keeps running, but holds nothing of the guard's any more.
    */
   async shutdown(): Promise<void> {
     if (this.#shut) return;
