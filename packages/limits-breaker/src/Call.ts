@@ -3,13 +3,28 @@ import { CallContext } from './CallContext.js';
 import type { CircuitTicket } from './circuit/Circuit.js';
 import type { Timed } from './TimeoutList.js';
 
-/** Bits of a call's flags. */
-const LIVE = 1;
-const ANSWERED = 2;
-const TIMED_OUT = 4;
-const TRIAL = 8;
-const SHED = 16;
-const WAITING = 32;
+/**
+ * @internal A call's flags, read with {@link Call.is} and set with {@link Call.mark} (one number field:
+ * the queue may hold 10^5 calls).
+ */
+export const CallFlag = {
+  /** Still in flight for the guard (not settled, not shut down). */
+  LIVE: 1,
+  /** The caller was answered (by the result, the timeout, or shutdown). */
+  ANSWERED: 2,
+  /**
+   * The caller was answered at the timeout: while the call waited in the limiter's queue (it is then
+   * taken out of it), or while its action runs (which keeps its permit until it ends).
+   */
+  TIMED_OUT: 4,
+  /** A trial call (admitted while HALF_OPEN). */
+  TRIAL: 8,
+  /** Taken out of the limiter's queue because the circuit opened. */
+  SHED: 16,
+  /** Waiting in the limiter's queue (filed with its `QueueTicket` in `permit`). */
+  WAITING: 32,
+} as const;
+const { LIVE, TRIAL } = CallFlag;
 
 /** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
 export const noop = (): void => {};
@@ -46,7 +61,7 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
    */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
-  /** LIVE, ANSWERED, TIMED_OUT, TRIAL, SHED and WAITING bits (one field: the queue may hold 10^5 calls). */
+  /** The {@link CallFlag} bits. */
   #flags: number;
   /**
    * The permit, once granted; before that, while the call waits in the limiter's queue, its queue
@@ -85,43 +100,13 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   get trial(): boolean {
     return (this.#flags & TRIAL) !== 0;
   }
-  /** Still in flight for the guard (not settled, not shut down). */
-  get live(): boolean {
-    return (this.#flags & LIVE) !== 0;
+  /** Whether `flag` (one of {@link CallFlag}) is set. */
+  is(flag: number): boolean {
+    return (this.#flags & flag) !== 0;
   }
-  set live(on: boolean) {
-    this.#flags = on ? this.#flags | LIVE : this.#flags & ~LIVE;
-  }
-  /** The caller was answered (by the result, the timeout, or shutdown). */
-  get answered(): boolean {
-    return (this.#flags & ANSWERED) !== 0;
-  }
-  set answered(on: boolean) {
-    this.#flags = on ? this.#flags | ANSWERED : this.#flags & ~ANSWERED;
-  }
-  /**
-   * The caller was answered at the timeout: while the call waited in the limiter's queue (it is then
-   * taken out of it), or while its action runs (which keeps its permit until it ends).
-   */
-  get timedOut(): boolean {
-    return (this.#flags & TIMED_OUT) !== 0;
-  }
-  set timedOut(on: boolean) {
-    this.#flags = on ? this.#flags | TIMED_OUT : this.#flags & ~TIMED_OUT;
-  }
-  /** Taken out of the limiter's queue because the circuit opened. */
-  get shed(): boolean {
-    return (this.#flags & SHED) !== 0;
-  }
-  set shed(on: boolean) {
-    this.#flags = on ? this.#flags | SHED : this.#flags & ~SHED;
-  }
-  /** Waiting in the limiter's queue (filed with its `QueueTicket` in `permit`). */
-  get waiting(): boolean {
-    return (this.#flags & WAITING) !== 0;
-  }
-  set waiting(on: boolean) {
-    this.#flags = on ? this.#flags | WAITING : this.#flags & ~WAITING;
+  /** Sets `flag` (one of {@link CallFlag}), or clears it with `on` false. */
+  mark(flag: number, on = true): void {
+    this.#flags = on ? this.#flags | flag : this.#flags & ~flag;
   }
   expire(): void {
     this.owner._timeout(this);

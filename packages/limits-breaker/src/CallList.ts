@@ -1,5 +1,5 @@
 import type { QueueTicket } from 'limits-core';
-import type { Call } from './Call.js';
+import { type Call, CallFlag } from './Call.js';
 
 /**
  * @internal An intrusive list of calls, linked through their `cprev`/`cnext` fields: no node and no
@@ -53,14 +53,14 @@ export class QueuedCalls {
   /** The limiter queued `call`: filed with its ticket. */
   file(call: Call, ticket: QueueTicket): void {
     call.permit = ticket;
-    call.waiting = true;
+    call.mark(CallFlag.WAITING);
     this.#list.append(call);
   }
 
   /** `call` left the limiter's queue (granted or refused): unfiled, if it was filed. */
   leave(call: Call): void {
-    if (!call.waiting) return;
-    call.waiting = false;
+    if (!call.is(CallFlag.WAITING)) return;
+    call.mark(CallFlag.WAITING, false);
     call.permit = undefined;
     this.#list.remove(call);
   }
@@ -84,7 +84,7 @@ export class QueuedCalls {
     for (let call = this.#list.head; call !== undefined; call = this.#list.head) {
       const ticket = call.permit as QueueTicket;
       this.leave(call);
-      call.shed = true;
+      call.mark(CallFlag.SHED);
       ticket.cancel();
     }
   }

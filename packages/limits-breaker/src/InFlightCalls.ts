@@ -1,5 +1,5 @@
 import type { Clock, Permit } from 'limits-core';
-import type { Call } from './Call.js';
+import { type Call, CallFlag } from './Call.js';
 import { CallList } from './CallList.js';
 import { TimeoutList } from './TimeoutList.js';
 
@@ -79,10 +79,10 @@ export class InFlightCalls {
   abortAll(error: unknown): void {
     this.#timeouts?.clear();
     for (let call = this.#list.tail; call !== undefined; call = call.cprev) {
-      call.live = false;
+      call.mark(CallFlag.LIVE, false);
       call._abort(error);
-      if (!call.answered) {
-        call.answered = true;
+      if (!call.is(CallFlag.ANSWERED)) {
+        call.mark(CallFlag.ANSWERED);
         call.resolve(Promise.reject(error));
       }
       // Calls in flight have started: `permit` is their permit.

@@ -9,7 +9,7 @@ import {
   type QueueTicket,
   systemClock,
 } from 'limits-core';
-import { Call, type CallOwner, noop } from './Call.js';
+import { Call, CallFlag, type CallOwner, noop } from './Call.js';
 import type { CallContext } from './CallContext.js';
 import { QueuedCalls } from './CallList.js';
 import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
@@ -159,7 +159,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     permit.ignore();
     this.#calls.untime(call);
     this.#circuit.endTrial(call);
-    call.answered = true;
+    call.mark(CallFlag.ANSWERED);
     call.resolve(answer);
   }
 
@@ -174,11 +174,11 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#queued.leave(call);
     this.#calls.untime(call);
     this.#circuit.endTrial(call);
-    call.answered = true;
+    call.mark(CallFlag.ANSWERED);
     const args = call.args as A;
-    const answer = call.timedOut
+    const answer = call.is(CallFlag.TIMED_OUT)
       ? this.#fail('timeout', args, error.cause as CallTimeoutError)
-      : call.shed
+      : call.is(CallFlag.SHED)
         ? this.#fail('open', args, new CircuitOpenError('OPEN'))
         : this.#fail('limit', args, error);
     // Refused at admission: `fire` has no promise for the caller yet and returns this one.
@@ -241,7 +241,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       permit.ignore();
       this.#calls.untime(call);
       this.#circuit.endTrial(call);
-      call.answered = true;
+      call.mark(CallFlag.ANSWERED);
       const answer = this.#fail('error', args, error);
       if (!queued) return answer;
       call.resolve(answer);
@@ -249,7 +249,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     }
     if (!thenable) {
       this.#calls.track(call, queued);
-      call.answered = true;
+      call.mark(CallFlag.ANSWERED);
       this.#settled(call, undefined, result);
       if (!queued) return Promise.resolve(result);
       call.resolve(result);
@@ -259,7 +259,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
       this.#calls.track(call, queued);
-      call.answered = true;
+      call.mark(CallFlag.ANSWERED);
       return Promise.resolve(result).then(
         (value) => {
           this.#settled(call, undefined, value);
@@ -294,13 +294,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
 
   /** The action settled (possibly long after its caller timed out). */
   #settled(call: Call, error: unknown, value: unknown): void {
-    if (!call.live) return; // shut down meanwhile: already released
-    call.live = false;
+    if (!call.is(CallFlag.LIVE)) return; // shut down meanwhile: already released
+    call.mark(CallFlag.LIVE, false);
     this.#calls.untrack(call);
     const now = this.#clock.now();
     this.#latency.record(now - call.start, now);
     const permit = call.permit as Permit;
-    if (call.timedOut) {
+    if (call.is(CallFlag.TIMED_OUT)) {
       // Counted as a breaker failure when it timed out; now the permit can go back, as congestion.
       permit.dropped();
       return;
@@ -327,8 +327,8 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     else if (outcome !== 'ignore') this.#circuit.failure(call, error);
     else this.#circuit.endTrial(call);
     // A caller already answered (by a derived promise, or at its timeout) is not answered again.
-    if (call.answered) return;
-    call.answered = true;
+    if (call.is(CallFlag.ANSWERED)) return;
+    call.mark(CallFlag.ANSWERED);
     if (error === undefined) call.resolve(value);
     else call.resolve(this.#fail('error', call.args as A, error));
   }
@@ -341,14 +341,14 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * action ends (then released as dropped).
    */
   _timeout(call: Call): void {
-    if (call.answered) return;
-    call.timedOut = true;
+    if (call.is(CallFlag.ANSWERED)) return;
+    call.mark(CallFlag.TIMED_OUT);
     const error = new CallTimeoutError(this.#timeoutMs as number);
-    if (call.waiting) {
+    if (call.is(CallFlag.WAITING)) {
       this.#queued.cancel(call, error);
       return;
     }
-    call.answered = true;
+    call.mark(CallFlag.ANSWERED);
     call._abort(error);
     this.#circuit.failure(call, error);
     call.resolve(this.#fail('timeout', call.args as A, error));

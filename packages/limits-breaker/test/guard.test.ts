@@ -1,23 +1,16 @@
 import { type LimitExceededError, Limiter } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { OpossumConstructor } from '../src/opossum.js';
 import type { CircuitState } from '../src/types.js';
 import { opossumVersions } from './support/opossum.js';
-import { clock, deferred } from './support/timers.js';
+import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
-const flush = async () => {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
-};
+const flush = () => flushMicrotasks(10);
 
 describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersPerTest();
 
   const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
   /** `base` for a guard on a shared limiter (which takes no `limit` option). */

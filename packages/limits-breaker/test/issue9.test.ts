@@ -4,16 +4,14 @@ import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { FallbackCause, GuardOptions } from '../src/types.js';
 import { opossum9 } from './support/opossum.js';
-import { clock, deferred } from './support/timers.js';
+import { clock, deferred, flushMicrotasks } from './support/timers.js';
 
 const CircuitBreaker = opossum9;
 
 /** The real setImmediate (fake timers replace the global): a macrotask turn lets Node report unhandled rejections. */
 const realSetImmediate = globalThis.setImmediate;
 
-const flush = async () => {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-};
+const flush = () => flushMicrotasks(20);
 
 const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
 

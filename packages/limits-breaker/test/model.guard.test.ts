@@ -16,7 +16,7 @@ import { CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { CircuitState } from '../src/types.js';
 import { opossum9 } from './support/opossum.js';
-import { clock } from './support/timers.js';
+import { clock, flushMicrotasks } from './support/timers.js';
 
 const CircuitBreaker = opossum9;
 
@@ -112,9 +112,7 @@ interface CallRec {
   signal?: AbortSignal;
 }
 
-const flush = async () => {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-};
+const flush = () => flushMicrotasks(20);
 
 type ListenerAction = 'none' | 'fire' | 'throw';
 

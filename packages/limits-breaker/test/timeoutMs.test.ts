@@ -1,32 +1,48 @@
 import { Limiter, type Permit } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { FallbackCause } from '../src/types.js';
 import { opossumVersions } from './support/opossum.js';
-import { clock, deferred } from './support/timers.js';
+import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
-const flush = async () => {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
-};
+const flush = () => flushMicrotasks(10);
 
 /**
  * Issue 10: the guard's `timeoutMs` is an end-to-end budget counted from `fire()`: the wait for a
  * permit in the limiter's queue and the action.
  */
 describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker) => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersPerTest();
 
   /** A shared limiter of one permit, held from outside: every guarded call queues. */
   async function fullLimiter(): Promise<{ limiter: Limiter; held: Permit }> {
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });
     const held = await limiter.acquire();
     return { limiter, held };
+  }
+
+  /**
+   * A guard on a full shared limiter, its circuit HALF_OPEN, and one trial call queued for a permit
+   * (its budget: 100 ms).
+   */
+  async function queuedTrial(probeSlots: number) {
+    const { limiter, held } = await fullLimiter();
+    const g = guard(async () => 'ok', {
+      CircuitBreaker,
+      clock,
+      limiter,
+      timeoutMs: 100,
+      probeSlots,
+      resetTimeout: 50,
+    });
+    g.breaker.open();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(g.state).toBe('HALF_OPEN');
+    const trial = g.fire().catch((e: unknown) => e);
+    await flush();
+    expect(g.stats().trials).toBe(1);
+    return { limiter, held, g, trial };
   }
 
   test('a call still queued when its timeoutMs runs out is answered timeout at fire + timeoutMs, leaves the queue, never takes a permit and is not a breaker failure', async () => {
@@ -125,21 +141,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
   });
 
   test('a HALF_OPEN trial whose budget runs out while queued frees its trial slot and does not re-open the circuit', async () => {
-    const { limiter, held } = await fullLimiter();
-    const g = guard(async () => 'ok', {
-      CircuitBreaker,
-      clock,
-      limiter,
-      timeoutMs: 100,
-      probeSlots: 1,
-      resetTimeout: 50,
-    });
-    g.breaker.open();
-    await vi.advanceTimersByTimeAsync(50);
-    expect(g.state).toBe('HALF_OPEN');
-    const trial = g.fire().catch((e: unknown) => e);
-    await flush();
-    expect(g.stats().trials).toBe(1);
+    const { limiter, held, g, trial } = await queuedTrial(1);
     expect(limiter.queued).toBe(1);
     // The only trial slot is taken: another call fails fast.
     await expect(g.fire()).rejects.toMatchObject({ code: 'CIRCUIT_OPEN' });
@@ -160,21 +162,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
   });
 
   test('a trial queued in one HALF_OPEN episode that times out after the circuit closed frees no slot of a later episode', async () => {
-    const { limiter, held } = await fullLimiter();
-    const g = guard(async () => 'ok', {
-      CircuitBreaker,
-      clock,
-      limiter,
-      timeoutMs: 100,
-      probeSlots: 2,
-      resetTimeout: 50,
-    });
-    g.breaker.open();
-    await vi.advanceTimersByTimeAsync(50);
-    expect(g.state).toBe('HALF_OPEN');
-    const trial = g.fire().catch((e: unknown) => e);
-    await flush();
-    expect(g.stats().trials).toBe(1);
+    const { limiter, held, g, trial } = await queuedTrial(2);
     // The circuit closes while the trial waits (closing does not shed the queue): a new episode.
     g.breaker.close();
     expect(g.state).toBe('CLOSED');
