@@ -1,5 +1,5 @@
-import type { Outcome } from './outcome.js';
-import { Permit, type PermitOwner } from './Permit.js';
+import type { Outcome } from '../permit/outcome.js';
+import { Permit, type PermitOwner } from '../permit/Permit.js';
 
 /**
  * The real timer functions, read once: leak tracking follows the garbage collector, not the

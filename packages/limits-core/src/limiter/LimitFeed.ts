@@ -2,8 +2,8 @@ import type { Clock } from '../internal/clock.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { Outcome } from '../permit/outcome.js';
 import { algorithmName, validLimit } from './checks.js';
-import type { Outcome } from './outcome.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 

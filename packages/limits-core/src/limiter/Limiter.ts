@@ -5,11 +5,12 @@ import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { Outcome } from '../permit/outcome.js';
+import { Permit, type PermitOwner } from '../permit/Permit.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
-import { rejection } from './describe.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
@@ -22,11 +23,10 @@ import type {
   LimiterOptions,
   LimiterSnapshot,
 } from './options.js';
-import type { Outcome } from './outcome.js';
-import { Permit, type PermitOwner } from './Permit.js';
 import type { PermitRequest } from './PermitRequest.js';
+import { rejection } from './rejection.js';
 import { resolveOptions } from './resolveOptions.js';
-import { NEVER_ABORTED, runUnderPermit } from './runTask.js';
+import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
 import { TaskRunner } from './TaskRunner.js';
 import { PromiseWaiter, RequestWaiter, waiterExtras } from './waiters.js';
 

@@ -1,7 +1,7 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
+import type { PermitOwner } from '../permit/Permit.js';
 import { type GrantHost, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import type { AcquireOptions } from './options.js';
-import type { PermitOwner } from './Permit.js';
 import type { PermitRequest } from './PermitRequest.js';
 
 /**
