@@ -1,5 +1,4 @@
 import { EventEmitter } from 'eventemitter3';
-import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
@@ -13,7 +12,7 @@ import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
-import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
+import { LeakTracker } from './LeakTracker.js';
 import { LimitFeed } from './LimitFeed.js';
 import type {
   AcquireOptions,
@@ -24,11 +23,11 @@ import type {
   LimiterSnapshot,
 } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
-import { rejection } from './rejection.js';
+import { QueueAdmission } from './QueueAdmission.js';
+import { Refusals } from './Refusals.js';
 import { resolveOptions } from './resolveOptions.js';
 import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
 import { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, RequestWaiter, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -45,15 +44,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #probeSlots: number;
   /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
   readonly #feed: LimitFeed;
-  readonly #maxQueued: number;
-  readonly #maxQueuedBytes: number;
   readonly #time: MonotonicTime;
   readonly #maxCost: number;
   readonly #closing: CloseWaiters;
   /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
+  /** Queues what cannot be granted at once (see {@link QueueAdmission}). */
+  readonly #queueing: QueueAdmission;
+  /** Every refusal: the error, the events, telling the caller (see {@link Refusals}). */
+  readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
-  readonly #capture = new PromiseCapture();
   readonly #gate: CapacityGate | undefined;
   #capacity: number;
   #inflight = 0;
@@ -65,23 +65,24 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   constructor(options: LimiterOptions = {}) {
     super();
     const o = resolveOptions(options);
+    const time = new MonotonicTime(o.clock);
+    this.#time = time;
     this.#probeSlots = o.probeSlots;
-    this.#maxQueued = o.maxQueued;
-    this.#maxQueuedBytes = o.maxQueuedBytes;
-    this.#time = new MonotonicTime(o.clock);
     this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
+    const onError = (error: unknown) => reportListenerError(this, error);
     this.#feed = new LimitFeed(
       o,
-      this.#time,
+      time,
       () => this.#permits > 0,
       (previous, sample) => this.#limitChanged(previous, sample),
-      (error) => reportListenerError(this, error),
+      onError,
     );
     this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
-    this.#queue = new WaitQueue(o, this.#time, this.#feed.service, {
-      fits: (cost) => this.#fits(cost),
+    const fits = (cost: number) => this.#fits(cost);
+    this.#queue = new WaitQueue(o, time, this.#feed.service, {
+      fits,
       grant: (w, now) => {
         // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
         // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
@@ -89,18 +90,45 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
         w._granted(this.#runner, now);
       },
-      expired: (w) => this.#refuseWaiter(w, 'expired'),
+      expired: (w) => this.#refusals.refuseWaiter(w, 'expired'),
     });
+    const bounds = {
+      maxQueued: o.maxQueued,
+      maxQueuedBytes: o.maxQueuedBytes,
+      maxCost: this.#maxCost,
+    };
+    this.#refusals = new Refusals(this, this.#queue, this.#feed.service, time, bounds, o.gate);
     this.#leaks =
       o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
         ? undefined
-        : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
+        : new LeakTracker(this, o.trackLeaks === 'stack', time, (cost) =>
+            this.#release(cost, Number.NaN, 0, 'ignore'),
+          );
+    const capture = new PromiseCapture();
     this.#runner = new TaskRunner(
-      this.#time,
-      this.#capture,
-      { classify: o.classify, onError: (e) => reportListenerError(this, e) },
+      time,
+      capture,
+      { classify: o.classify, onError },
       o.estimator,
       this.#leaks,
+    );
+    const grants = {
+      fits,
+      grantNow: (w: Waiter, now: number) => {
+        this.#grant(w.cost, 0, w.deadline !== Infinity, now, w);
+      },
+    };
+    this.#queueing = new QueueAdmission(
+      this,
+      this.#queue,
+      this.#refusals,
+      this.#feed.service,
+      time,
+      capture,
+      this.#runner,
+      grants,
+      bounds,
+      o.gate,
     );
   }
 
@@ -242,17 +270,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       cost = options.cost ?? 1;
       if (options.signal?.aborted) {
-        return this.#refuse(sink, 'aborted', cost, options.signal.reason);
+        return this.#refusals.refuse(sink, 'aborted', cost, options.signal.reason);
       }
       if (options.deadline !== undefined || options.timeout !== undefined) {
         now = this.#time.now();
         deadline = this.#deadlineOf(options, now);
       }
     }
-    if (this.#closed) return this.#refuse(sink, 'closed', cost);
-    if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
+    if (this.#closed) return this.#refusals.refuse(sink, 'closed', cost);
+    if (cost > this.#maxCost) return this.#refusals.refuse(sink, 'too_large', cost);
     // A time budget already spent is refused even when capacity is free.
-    if (deadline <= now) return this.#refuse(sink, 'deadline', cost);
+    if (deadline <= now) return this.#refusals.refuse(sink, 'deadline', cost);
     if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
       const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
       if (sink !== undefined) return permit;
@@ -262,40 +290,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       return this.#runner.start(permit, task, options, deadline, now);
     }
-    if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
-    if (this.#queue.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
-    if (this.#queue.selector?.refuse(options?.tenant) !== undefined) {
-      return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
-    }
-    const bytes = options?.bytes ?? 0;
-    if (this.#queue.queuedBytes + bytes > this.#maxQueuedBytes) {
-      return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
-    }
-    if (Number.isNaN(now)) now = this.#time.now();
-    // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
-    // queue ahead cannot start, and the call cannot finish, in time.
-    if (
-      deadline !== Infinity &&
-      now + this.#estimateWait(cost) + this.#feed.service.finishMargin() > deadline
-    ) {
-      return this.#refuse(sink, 'deadline', cost);
-    }
-    return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
-  }
-
-  /** A refusal at admission: a rejected promise, or for a request a call to `refused`. */
-  #refuse(
-    sink: PermitRequest | undefined,
-    reason: RejectReason,
-    cost: number,
-    cause?: unknown,
-    bytes?: number,
-    tenant?: string,
-  ): unknown {
-    const error = this.#reject(reason, cost, cause, bytes, tenant);
-    if (sink === undefined) return Promise.reject(error);
-    sink.refused(error);
-    return undefined;
+    return this.#queueing.enqueue(cost, now, deadline, options, task, sink);
   }
 
   /**
@@ -354,9 +349,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       return Promise.reject(error);
     }
     this.#closed = true;
-    const queue = this.#queue;
-    for (let w = queue.head; w !== undefined; w = queue.head) this.#fail(w, 'closed');
-    queue.clearTimer();
+    this.#refusals.closeAll();
     if (this.#permits === 0) {
       this.#feed.stall?.stop();
       return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
@@ -398,7 +391,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
   _abortWaiter(waiter: Waiter, cause: unknown): boolean {
     if (!this.#queue.has(waiter)) return false;
-    this.#fail(waiter, 'aborted', cause);
+    this.#refusals.remove(waiter, 'aborted', cause);
     // The waiter may have been the head blocking others.
     this.#queue.dispatch(Number.NaN);
     return true;
@@ -414,97 +407,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     // A job costlier than the current capacity (the limit shrank below it) runs alone once in-flight
     // has drained to zero; otherwise it could never run.
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
-  }
-
-  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
-  #estimateWait(cost: number): number {
-    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#feed.service.estimate()) / Math.max(1, capacity);
-  }
-
-  #enqueue(
-    cost: number,
-    bytes: number,
-    now: number,
-    deadline: number,
-    options: AcquireOptions | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: PermitRequest | undefined,
-  ): unknown {
-    const queue = this.#queue;
-    const selective = queue.selector !== undefined;
-    const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
-    let promise: Promise<unknown> | undefined;
-    let waiter: Waiter;
-    if (sink === undefined) {
-      // One shared executor instead of a closure (and its context) per queued call.
-      promise = this.#capture.promise();
-      waiter = new PromiseWaiter(this, cost, now, this.#capture.take(), extras, task);
-    } else {
-      waiter = new RequestWaiter(this, cost, now, sink, extras);
-    }
-    try {
-      queue.add(waiter, now, options);
-    } catch (error) {
-      // Nothing changed (a user's estimator or fairness quantum function threw).
-      if (sink !== undefined) throw error;
-      (waiter as PromiseWaiter).resolve(Promise.reject(error));
-      return promise;
-    }
-    if (sink !== undefined) sink.queued?.(waiter);
-    if (listeners(this).queue !== undefined) {
-      emitSafely(this, 'queue', {
-        cost,
-        bytes,
-        queued: queue.size,
-        queuedBytes: queue.queuedBytes,
-      });
-    }
-    // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
-    // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
-    if (selective && waiter.slot >= 0 && this.#fits(cost) && queue.selectorPicks(waiter, now)) {
-      queue.take(waiter, now);
-      if (queue.size === 0) queue.clearTimer();
-      this.#grant(cost, 0, deadline !== Infinity, now, waiter);
-      if (sink !== undefined) return waiter;
-      waiter._granted(this.#runner, now);
-    }
-    return promise;
-  }
-
-  /** A tracked permit was collected without an outcome: release its units and report it. */
-  #reclaim(record: TrackedPermit): void {
-    const heldMs = Number.isNaN(record.startTime)
-      ? Number.NaN
-      : Math.max(0, this.#time.now() - record.startTime);
-    record.tracker.warnOnce();
-    if (listeners(this).leak !== undefined) {
-      emitSafely(this, 'leak', {
-        cost: record.cost,
-        heldMs,
-        ...(record.stack === undefined ? {} : { stack: record.stack }),
-      });
-    }
-    this.#release(record.cost, Number.NaN, 0, 'ignore');
-  }
-
-  /** Removes a waiter and refuses it. */
-  #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    this.#queue.remove(w);
-    this.#refuseWaiter(w, reason, cause);
-  }
-
-  /** Refuses a waiter that left the queue. */
-  #refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    if (reason === 'expired' && listeners(this).expire !== undefined) {
-      emitSafely(this, 'expire', {
-        reason,
-        cost: w.cost,
-        waitedMs: this.#time.now() - w.enqueuedAt,
-      });
-    }
-    w._refused(this.#reject(reason, w.cost, cause));
   }
 
   /** The algorithm's limit changed (to `#feed.limit`): the capacity follows. */
@@ -562,39 +464,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       });
     }
     return permit;
-  }
-
-  #reject(
-    reason: RejectReason,
-    cost: number,
-    cause?: unknown,
-    bytes = 0,
-    tenant?: string,
-  ): LimitExceededError {
-    const queue = this.#queue;
-    const error = rejection(
-      reason,
-      {
-        inflight: this.#inflight,
-        capacity: this.#gate?.capacity() ?? this.#capacity, // h-part: gate hook (issue 9, finding 5)
-        queued: queue.size,
-        maxQueued: this.#maxQueued,
-        queuedCost: queue.queuedCost,
-        queuedBytes: queue.queuedBytes,
-        maxQueuedBytes: this.#maxQueuedBytes,
-        maxCost: this.#maxCost,
-        serviceMs: this.#feed.service.estimate(),
-        cost,
-        bytes,
-        tenant,
-      },
-      cause,
-    );
-    if (listeners(this).reject !== undefined) {
-      // `rejection()` always sets it.
-      emitSafely(this, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
-    }
-    return error;
   }
 
   #finishClose(): void {

@@ -1,0 +1,204 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
+import type { PromiseCapture } from '../internal/PromiseCapture.js';
+import type { PermitOwner } from '../permit/Permit.js';
+import { type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
+import type { WaitQueue } from '../queue/WaitQueue.js';
+import { emitSafely, listeners } from './emit.js';
+import type { LimiterEvents } from './events.js';
+import type { AcquireOptions, CapacityGate } from './options.js';
+import type { PermitRequest } from './PermitRequest.js';
+import type { QueueBounds, Refusals } from './Refusals.js';
+import type { ServiceTime } from './ServiceTime.js';
+import type { TaskRunner } from './TaskRunner.js';
+import { PromiseWaiter, RequestWaiter } from './waiters.js';
+
+/** @internal The limiter as its queue admission sees it: the waiters' owner, its events and counters. */
+export interface QueueAdmissionHost extends WaiterOwner, PermitOwner, EventEmitter<LimiterEvents> {
+  /** Units in flight. */
+  readonly inflight: number;
+  /** Units that may be in flight (without a gate). */
+  readonly capacity: number;
+}
+
+/** @internal What queue admission calls back into the limiter for (closures made once per limiter). */
+export interface QueueGrants {
+  /** Whether `cost` units fit now. */
+  fits(cost: number): boolean;
+  /** Counts a queued waiter granted the moment it arrived (its wait: 0) and makes it the permit. */
+  grantNow(w: Waiter, now: number): void;
+}
+
+/**
+ * @internal The second half of a limiter's admission, for a request that cannot be granted at once:
+ * checks the queue's bounds (count, per-tenant, bytes) and deadline-aware admission, refusing what
+ * does not fit; otherwise turns the request into its {@link Waiter} (`acquire()`, `run()` or an
+ * `acquireWith()` request: one object, no closure), queues it, emits `queue`, and serves it at once
+ * when the selector puts the newcomer first and it fits (work-conserving).
+ */
+export class QueueAdmission {
+  readonly #host: QueueAdmissionHost;
+  readonly #queue: WaitQueue;
+  readonly #refusals: Refusals;
+  readonly #service: ServiceTime;
+  readonly #time: MonotonicTime;
+  readonly #capture: PromiseCapture;
+  readonly #runner: TaskRunner;
+  readonly #grants: QueueGrants;
+  readonly #gate: CapacityGate | undefined;
+  readonly #maxQueued: number;
+  readonly #maxQueuedBytes: number;
+
+  constructor(
+    host: QueueAdmissionHost,
+    queue: WaitQueue,
+    refusals: Refusals,
+    service: ServiceTime,
+    time: MonotonicTime,
+    capture: PromiseCapture,
+    runner: TaskRunner,
+    grants: QueueGrants,
+    bounds: QueueBounds,
+    gate: CapacityGate | undefined,
+  ) {
+    this.#host = host;
+    this.#queue = queue;
+    this.#refusals = refusals;
+    this.#service = service;
+    this.#time = time;
+    this.#capture = capture;
+    this.#runner = runner;
+    this.#grants = grants;
+    this.#maxQueued = bounds.maxQueued;
+    this.#maxQueuedBytes = bounds.maxQueuedBytes;
+    this.#gate = gate;
+  }
+
+  /**
+   * Queues (or refuses) an admitted request of `cost` units that cannot be granted now.
+   * @param now - the limiter's time if read (`NaN` otherwise).
+   * @param deadline - the caller's deadline (clock ms), `Infinity` for none.
+   * @param task - for `run()`: the task to start once granted.
+   * @param request - for `acquireWith()`: the request to answer.
+   * @returns the caller's promise; for a request the permit if served at once, else `undefined`.
+   */
+  enqueue(
+    cost: number,
+    now: number,
+    deadline: number,
+    options: AcquireOptions | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
+    request: PermitRequest | undefined,
+  ): unknown {
+    const queue = this.#queue;
+    const refusals = this.#refusals;
+    if (this.#maxQueued === 0) return refusals.refuse(request, 'limit', cost);
+    if (queue.size >= this.#maxQueued) return refusals.refuse(request, 'queue_full', cost);
+    if (queue.selector?.refuse(options?.tenant) !== undefined) {
+      return refusals.refuse(request, 'queue_full', cost, undefined, 0, options?.tenant);
+    }
+    const bytes = options?.bytes ?? 0;
+    if (queue.queuedBytes + bytes > this.#maxQueuedBytes) {
+      return refusals.refuse(request, 'queue_bytes', cost, undefined, bytes);
+    }
+    if (Number.isNaN(now)) now = this.#time.now();
+    // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
+    // queue ahead cannot start, and the call cannot finish, in time.
+    if (
+      deadline !== Infinity &&
+      now + this.#estimateWait(cost) + this.#service.finishMargin() > deadline
+    ) {
+      return refusals.refuse(request, 'deadline', cost);
+    }
+    return this.#add(cost, bytes, now, deadline, options, task, request);
+  }
+
+  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
+  #estimateWait(cost: number): number {
+    const host = this.#host;
+    const capacity = this.#gate?.capacity() ?? host.capacity; // h-part: gate hook (issue 9, finding 5)
+    const units = host.inflight + this.#queue.queuedCost + cost - capacity;
+    return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
+  }
+
+  #add(
+    cost: number,
+    bytes: number,
+    now: number,
+    deadline: number,
+    options: AcquireOptions | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
+    request: PermitRequest | undefined,
+  ): unknown {
+    const queue = this.#queue;
+    const host = this.#host;
+    const selective = queue.selector !== undefined;
+    const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
+    let promise: Promise<unknown> | undefined;
+    let waiter: Waiter;
+    if (request === undefined) {
+      // One shared executor instead of a closure (and its context) per queued call.
+      promise = this.#capture.promise();
+      waiter = new PromiseWaiter(host, cost, now, this.#capture.take(), extras, task);
+    } else {
+      waiter = new RequestWaiter(host, cost, now, request, extras);
+    }
+    try {
+      queue.add(waiter, now, options);
+    } catch (error) {
+      // Nothing changed (a user's estimator or fairness quantum function threw).
+      if (request !== undefined) throw error;
+      (waiter as PromiseWaiter).resolve(Promise.reject(error));
+      return promise;
+    }
+    if (request !== undefined) request.queued?.(waiter);
+    if (listeners(host).queue !== undefined) {
+      emitSafely(host, 'queue', {
+        cost,
+        bytes,
+        queued: queue.size,
+        queuedBytes: queue.queuedBytes,
+      });
+    }
+    // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
+    // fits starts now rather than at the next release. (FIFO and LIFO are decided at admission.)
+    const grants = this.#grants;
+    if (selective && waiter.slot >= 0 && grants.fits(cost) && queue.selectorPicks(waiter, now)) {
+      queue.take(waiter, now);
+      if (queue.size === 0) queue.clearTimer();
+      grants.grantNow(waiter, now);
+      if (request !== undefined) return waiter;
+      waiter._granted(this.#runner, now);
+    }
+    return promise;
+  }
+}
+
+/**
+ * @internal What a queued request carries beyond its cost and arrival time ({@link WaiterExtras}), or
+ * `undefined` for a plain one (no bytes, deadline, signal, selector or `run` options): most requests.
+ */
+export function waiterExtras(
+  bytes: number,
+  deadline: number,
+  options: AcquireOptions | undefined,
+  run: boolean,
+  selective: boolean,
+): WaiterExtras | undefined {
+  const signal = options?.signal;
+  if (
+    bytes === 0 &&
+    deadline === Infinity &&
+    signal === undefined &&
+    !selective &&
+    !(run && options !== undefined)
+  ) {
+    return undefined;
+  }
+  const extras = new WaiterExtras();
+  extras.bytes = bytes;
+  extras.deadline = deadline;
+  extras.signal = signal;
+  if (run) extras.options = options;
+  return extras;
+}
