@@ -1,18 +1,18 @@
 import { EventEmitter } from 'eventemitter3';
-import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import { formatValue } from '../internal/validate.js';
-import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit, type PermitOwner } from '../permit/Permit.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
-import { WaitQueue } from '../queue/WaitQueue.js';
+import type { WaitQueue } from '../queue/WaitQueue.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
 import { checkAcquire } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker } from './LeakTracker.js';
+import { LimiterQueue } from './LimiterQueue.js';
 import { LimitFeed } from './LimitFeed.js';
 import type {
   AcquireOptions,
@@ -23,10 +23,10 @@ import type {
   LimiterSnapshot,
 } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
-import { QueueAdmission } from './QueueAdmission.js';
-import { Refusals } from './Refusals.js';
+import type { Refusals } from './Refusals.js';
 import { resolveOptions } from './resolveOptions.js';
 import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
+import { snapshot } from './snapshot.js';
 import { TaskRunner } from './TaskRunner.js';
 
 /**
@@ -41,7 +41,6 @@ import { TaskRunner } from './TaskRunner.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  readonly #probeSlots: number;
   /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
   readonly #feed: LimitFeed;
   readonly #time: MonotonicTime;
@@ -49,17 +48,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #closing: CloseWaiters;
   /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
-  /** Queues what cannot be granted at once (see {@link QueueAdmission}). */
-  readonly #queueing: QueueAdmission;
-  /** Every refusal: the error, the events, telling the caller (see {@link Refusals}). */
+  /** Queueing what cannot be granted at once, and every refusal (see {@link LimiterQueue}). */
+  readonly #queueing: LimiterQueue;
   readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
   readonly #gate: CapacityGate | undefined;
+  readonly #leaks: LeakTracker | undefined;
   #capacity: number;
   #inflight = 0;
   #permits = 0;
   #closed = false;
-  readonly #leaks: LeakTracker | undefined;
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
@@ -67,69 +65,42 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const o = resolveOptions(options);
     const time = new MonotonicTime(o.clock);
     this.#time = time;
-    this.#probeSlots = o.probeSlots;
     this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
-    const onError = (error: unknown) => reportListenerError(this, error);
-    this.#feed = new LimitFeed(
-      o,
-      time,
-      () => this.#permits > 0,
-      (previous, sample) => this.#limitChanged(previous, sample),
-      onError,
-    );
-    this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
-    const fits = (cost: number) => this.#fits(cost);
-    this.#queue = new WaitQueue(o, time, this.#feed.service, {
-      fits,
+    const held = () => this.#permits > 0;
+    const feed = new LimitFeed(o, time, this, held, (limit) => {
+      this.#capacity = Math.max(limit, o.probeSlots);
+      return this.#capacity;
+    });
+    this.#feed = feed;
+    this.#capacity = Math.max(feed.limit, o.probeSlots);
+    const stacks = o.trackLeaks === 'stack';
+    this.#leaks =
+      o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
+        ? undefined
+        : new LeakTracker(this, stacks, time, (cost) =>
+            this.#release(cost, Number.NaN, 0, 'ignore'),
+          );
+    const capture = new PromiseCapture();
+    const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
+    const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks);
+    this.#runner = runner;
+    this.#queueing = new LimiterQueue(this, o, time, feed.service, capture, runner, {
+      fits: (cost) => this.#fits(cost),
       grant: (w, now) => {
         // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
         // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
         this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
-        w._granted(this.#runner, now);
+        w._granted(runner, now);
       },
-      expired: (w) => this.#refusals.refuseWaiter(w, 'expired'),
-    });
-    const bounds = {
-      maxQueued: o.maxQueued,
-      maxQueuedBytes: o.maxQueuedBytes,
-      maxCost: this.#maxCost,
-    };
-    this.#refusals = new Refusals(this, this.#queue, this.#feed.service, time, bounds, o.gate);
-    this.#leaks =
-      o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
-        ? undefined
-        : new LeakTracker(this, o.trackLeaks === 'stack', time, (cost) =>
-            this.#release(cost, Number.NaN, 0, 'ignore'),
-          );
-    const capture = new PromiseCapture();
-    this.#runner = new TaskRunner(
-      time,
-      capture,
-      { classify: o.classify, onError },
-      o.estimator,
-      this.#leaks,
-    );
-    const grants = {
-      fits,
-      grantNow: (w: Waiter, now: number) => {
+      grantNow: (w, now) => {
         this.#grant(w.cost, 0, w.deadline !== Infinity, now, w);
       },
-    };
-    this.#queueing = new QueueAdmission(
-      this,
-      this.#queue,
-      this.#refusals,
-      this.#feed.service,
-      time,
-      capture,
-      this.#runner,
-      grants,
-      bounds,
-      o.gate,
-    );
+    });
+    this.#queue = this.#queueing.queue;
+    this.#refusals = this.#queueing.refusals;
   }
 
   /** The algorithm's current limit, as an integer. */
@@ -164,22 +135,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
-    const queue = this.#queue;
-    const head = queue.head;
-    return {
-      limit: this.#feed.limit,
+    const counters = {
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
-      queued: queue.size,
-      queuedCost: queue.queuedCost,
-      queuedBytes: queue.queuedBytes,
-      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
-      serviceMs: this.#feed.service.estimate(),
-      stalledSamples: this.#feed.stalledSamples,
-      tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
+    return snapshot(counters, this.#feed, this.#queue, this.#time);
   }
 
   /**
@@ -390,11 +352,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
   _abortWaiter(waiter: Waiter, cause: unknown): boolean {
-    if (!this.#queue.has(waiter)) return false;
-    this.#refusals.remove(waiter, 'aborted', cause);
-    // The waiter may have been the head blocking others.
-    this.#queue.dispatch(Number.NaN);
-    return true;
+    return this.#refusals.abort(waiter, cause);
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
@@ -407,22 +365,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     // A job costlier than the current capacity (the limit shrank below it) runs alone once in-flight
     // has drained to zero; otherwise it could never run.
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
-  }
-
-  /** The algorithm's limit changed (to `#feed.limit`): the capacity follows. */
-  #limitChanged(previous: number, sample: Sample): void {
-    const next = this.#feed.limit;
-    this.#capacity = Math.max(next, this.#probeSlots);
-    if (listeners(this).limit !== undefined) {
-      const decision = this.#feed.algorithm.lastDecision;
-      emitSafely(this, 'limit', {
-        limit: next,
-        previous,
-        capacity: this.#capacity,
-        sample,
-        ...(decision === undefined ? {} : { decision }),
-      });
-    }
   }
 
   /**

@@ -130,6 +130,20 @@ export class Refusals {
     this.refuseWaiter(w, reason, cause);
   }
 
+  /**
+   * Takes a queued waiter whose signal aborted (or whose ticket was cancelled) out of the queue and
+   * refuses it with reason `aborted`, then serves the waiters it may have blocked.
+   * @returns `false` (and does nothing) when it was no longer queued.
+   */
+  abort(w: Waiter, cause: unknown): boolean {
+    const queue = this.#queue;
+    if (!queue.has(w)) return false;
+    this.remove(w, 'aborted', cause);
+    // The waiter may have been the head blocking others.
+    queue.dispatch(Number.NaN);
+    return true;
+  }
+
   /** Refuses every queued waiter with reason `closed` and stops the queue's timer. */
   closeAll(): void {
     const queue = this.#queue;

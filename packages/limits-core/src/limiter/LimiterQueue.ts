@@ -3,74 +3,91 @@ import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { PermitOwner } from '../permit/Permit.js';
 import { type Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
-import type { WaitQueue } from '../queue/WaitQueue.js';
+import { WaitQueue } from '../queue/WaitQueue.js';
 import { emitSafely, listeners } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import type { AcquireOptions, CapacityGate } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
-import type { QueueBounds, Refusals } from './Refusals.js';
+import { Refusals } from './Refusals.js';
+import type { ResolvedOptions } from './resolveOptions.js';
 import type { ServiceTime } from './ServiceTime.js';
 import type { TaskRunner } from './TaskRunner.js';
 import { PromiseWaiter, RequestWaiter } from './waiters.js';
 
-/** @internal The limiter as its queue admission sees it: the waiters' owner, its events and counters. */
-export interface QueueAdmissionHost extends WaiterOwner, PermitOwner, EventEmitter<LimiterEvents> {
+/** @internal The limiter as its queue sees it: the waiters' owner, its events and counters. */
+export interface LimiterQueueHost extends WaiterOwner, PermitOwner, EventEmitter<LimiterEvents> {
   /** Units in flight. */
   readonly inflight: number;
   /** Units that may be in flight (without a gate). */
   readonly capacity: number;
 }
 
-/** @internal What queue admission calls back into the limiter for (closures made once per limiter). */
-export interface QueueGrants {
+/**
+ * @internal What the queue calls back into the limiter for: closures made once per limiter, called
+ * directly by the wait queue's dispatch loop (no extra hop on the hot path).
+ */
+export interface LimiterGrants {
   /** Whether `cost` units fit now. */
   fits(cost: number): boolean;
-  /** Counts a queued waiter granted the moment it arrived (its wait: 0) and makes it the permit. */
+  /** Grants `w`, out of the queue, and hands it over (see `WaitQueueHost.grant`). */
+  grant(w: Waiter, now: number): void;
+  /** Counts a waiter granted the moment it arrived (its wait: 0) and makes it the permit; no hand-over. */
   grantNow(w: Waiter, now: number): void;
 }
 
 /**
- * @internal The second half of a limiter's admission, for a request that cannot be granted at once:
- * checks the queue's bounds (count, per-tenant, bytes) and deadline-aware admission, refusing what
- * does not fit; otherwise turns the request into its {@link Waiter} (`acquire()`, `run()` or an
- * `acquireWith()` request: one object, no closure), queues it, emits `queue`, and serves it at once
- * when the selector puts the newcomer first and it fits (work-conserving).
+ * @internal A limiter's side of its wait queue ({@link WaitQueue}, in queue/, knows nothing of the
+ * limiter): the second half of admission, for a request that cannot be granted at once. Checks the
+ * queue's bounds (count, per tenant, bytes) and deadline-aware admission, refusing what does not fit
+ * (through {@link Refusals}); otherwise turns the request into its {@link Waiter} (`acquire()`,
+ * `run()` or an `acquireWith()` request: one object, no closure), queues it, emits `queue`, and
+ * serves it at once when the selector puts the newcomer first and it fits (work-conserving).
  */
-export class QueueAdmission {
-  readonly #host: QueueAdmissionHost;
-  readonly #queue: WaitQueue;
-  readonly #refusals: Refusals;
+export class LimiterQueue {
+  /** The waiters, their expiry and order. */
+  readonly queue: WaitQueue;
+  /** Every refusal of the limiter, at admission and of waiters. */
+  readonly refusals: Refusals;
+  readonly #host: LimiterQueueHost;
   readonly #service: ServiceTime;
   readonly #time: MonotonicTime;
   readonly #capture: PromiseCapture;
   readonly #runner: TaskRunner;
-  readonly #grants: QueueGrants;
+  readonly #grants: LimiterGrants;
   readonly #gate: CapacityGate | undefined;
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
 
+  /** @param capture - the promise capture shared with `runner`. */
   constructor(
-    host: QueueAdmissionHost,
-    queue: WaitQueue,
-    refusals: Refusals,
-    service: ServiceTime,
+    host: LimiterQueueHost,
+    o: ResolvedOptions,
     time: MonotonicTime,
+    service: ServiceTime,
     capture: PromiseCapture,
     runner: TaskRunner,
-    grants: QueueGrants,
-    bounds: QueueBounds,
-    gate: CapacityGate | undefined,
+    grants: LimiterGrants,
   ) {
+    const gate = o.gate;
+    this.queue = new WaitQueue(o, time, service, {
+      fits: grants.fits,
+      grant: grants.grant,
+      expired: (w) => this.refusals.refuseWaiter(w, 'expired'),
+    });
+    const bounds = {
+      maxQueued: o.maxQueued,
+      maxQueuedBytes: o.maxQueuedBytes,
+      maxCost: gate?.maxCost ?? o.maxCost, // h-part: gate hook (issue 9, finding 5)
+    };
+    this.refusals = new Refusals(host, this.queue, service, time, bounds, gate);
     this.#host = host;
-    this.#queue = queue;
-    this.#refusals = refusals;
     this.#service = service;
     this.#time = time;
     this.#capture = capture;
     this.#runner = runner;
     this.#grants = grants;
-    this.#maxQueued = bounds.maxQueued;
-    this.#maxQueuedBytes = bounds.maxQueuedBytes;
+    this.#maxQueued = o.maxQueued;
+    this.#maxQueuedBytes = o.maxQueuedBytes;
     this.#gate = gate;
   }
 
@@ -90,8 +107,8 @@ export class QueueAdmission {
     task: ((signal: AbortSignal) => unknown) | undefined,
     request: PermitRequest | undefined,
   ): unknown {
-    const queue = this.#queue;
-    const refusals = this.#refusals;
+    const queue = this.queue;
+    const refusals = this.refusals;
     if (this.#maxQueued === 0) return refusals.refuse(request, 'limit', cost);
     if (queue.size >= this.#maxQueued) return refusals.refuse(request, 'queue_full', cost);
     if (queue.selector?.refuse(options?.tenant) !== undefined) {
@@ -117,7 +134,7 @@ export class QueueAdmission {
   #estimateWait(cost: number): number {
     const host = this.#host;
     const capacity = this.#gate?.capacity() ?? host.capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = host.inflight + this.#queue.queuedCost + cost - capacity;
+    const units = host.inflight + this.queue.queuedCost + cost - capacity;
     return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
   }
 
@@ -130,7 +147,7 @@ export class QueueAdmission {
     task: ((signal: AbortSignal) => unknown) | undefined,
     request: PermitRequest | undefined,
   ): unknown {
-    const queue = this.#queue;
+    const queue = this.queue;
     const host = this.#host;
     const selective = queue.selector !== undefined;
     const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
