@@ -68,6 +68,20 @@ export class LeakTracker {
   #warned = false;
 
   /**
+   * The tracker for a limiter's `trackLeaks` option: `undefined` when it is `off` (or the runtime
+   * has no `FinalizationRegistry`). See the constructor for the parameters.
+   */
+  static create(
+    trackLeaks: 'off' | 'on' | 'stack',
+    owner: PermitOwner & EventEmitter<LimiterEvents>,
+    time: MonotonicTime,
+    reclaim: (cost: number) => void,
+  ): LeakTracker | undefined {
+    if (trackLeaks === 'off' || typeof FinalizationRegistry !== 'function') return undefined;
+    return new LeakTracker(owner, trackLeaks === 'stack', time, reclaim);
+  }
+
+  /**
    * @param owner - the limiter the permits release to (and that emits `leak`).
    * @param stacks - record where each permit was acquired.
    * @param time - the limiter's time (how long a leaked permit was held).

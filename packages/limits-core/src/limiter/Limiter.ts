@@ -75,30 +75,22 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     });
     this.#feed = feed;
     this.#capacity = Math.max(feed.limit, o.probeSlots);
-    const stacks = o.trackLeaks === 'stack';
-    this.#leaks =
-      o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
-        ? undefined
-        : new LeakTracker(this, stacks, time, (cost) =>
-            this.#release(cost, Number.NaN, 0, 'ignore'),
-          );
+    const reclaim = (cost: number) => this.#release(cost, Number.NaN, 0, 'ignore');
+    this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
     const capture = new PromiseCapture();
     const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
     const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks);
     this.#runner = runner;
-    this.#queueing = new LimiterQueue(this, o, time, feed.service, capture, runner, {
-      fits: (cost) => this.#fits(cost),
-      grant: (w, now) => {
-        // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
-        // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+    const grants = {
+      fits: (cost: number) => this.#fits(cost),
+      // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
+      // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+      grant: (w: Waiter, now: number) => {
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
         this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
-        w._granted(runner, now);
       },
-      grantNow: (w, now) => {
-        this.#grant(w.cost, 0, w.deadline !== Infinity, now, w);
-      },
-    });
+    };
+    this.#queueing = new LimiterQueue(this, o, time, feed.service, capture, runner, grants);
     this.#queue = this.#queueing.queue;
     this.#refusals = this.#queueing.refusals;
   }
@@ -163,7 +155,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       if (options.deadline !== undefined || options.timeout !== undefined) {
         hasDeadline = true;
         const now = this.#time.now();
-        if (this.#deadlineOf(options, now) <= now) return undefined;
+        if (this.#time.deadline(options.deadline, options.timeout, now) <= now) return undefined;
       }
     }
     if (
@@ -204,12 +196,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#admit(options, undefined, request) as Permit | undefined;
   }
 
-  /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
-  #deadlineOf(options: AcquireOptions, now: number): number {
-    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#time.skew;
-    return options.timeout === undefined ? deadline : Math.min(deadline, now + options.timeout);
-  }
-
   /**
    * Admission for `acquire()`, `run()` (with `task`) and `acquireWith()` (with `sink`, its request). Returns the
    * caller's promise, or for a sink the permit granted at once (else `undefined`). Bad options reject
@@ -236,7 +222,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       }
       if (options.deadline !== undefined || options.timeout !== undefined) {
         now = this.#time.now();
-        deadline = this.#deadlineOf(options, now);
+        deadline = this.#time.deadline(options.deadline, options.timeout, now);
       }
     }
     if (this.#closed) return this.#refusals.refuse(sink, 'closed', cost);
@@ -265,13 +251,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * A time budget (`timeout` or `deadline`) is end to end: refused at admission when it cannot be
    * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
-   * settles, then released as `dropped`.
-   *
-   * The task's signal: with a budget or a caller `signal`, a task that declares a parameter
-   * (`task.length > 0`) gets a signal of its own, following the caller's and aborting at the budget
-   * (creating one costs about 2 µs on Node 20); a task declaring none gets the caller's signal as is.
-   * Without either, the signal can never abort: it is one shared inert signal that keeps no listeners
-   * (what `fetch` adds to it is dropped), which keeps `run()` without options at its old cost.
+   * settles, then released as `dropped`. With a budget or a caller `signal`, a task that declares a
+   * parameter (`task.length > 0`) gets a signal of its own (about 2 µs on Node 20), following the
+   * caller's and aborting at the budget; one declaring none gets the caller's signal. Without
+   * either, the signal is one shared inert signal that never aborts and keeps no listeners.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
@@ -347,7 +330,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#gate?.released(cost);
     if (this.#queue.size > 0) this.#queue.dispatch(now);
     this.#gate?.afterRelease();
-    if (this.#permits === 0 && this.#closed) this.#finishClose();
+    if (this.#permits === 0 && this.#closed) {
+      this.#feed.stall?.stop();
+      this.#closing.finish();
+    }
   }
 
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
@@ -406,10 +392,5 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       });
     }
     return permit;
-  }
-
-  #finishClose(): void {
-    this.#feed.stall?.stop();
-    this.#closing.finish();
   }
 }

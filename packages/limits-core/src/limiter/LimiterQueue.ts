@@ -29,10 +29,12 @@ export interface LimiterQueueHost extends WaiterOwner, PermitOwner, EventEmitter
 export interface LimiterGrants {
   /** Whether `cost` units fit now. */
   fits(cost: number): boolean;
-  /** Grants `w`, out of the queue, and hands it over (see `WaitQueueHost.grant`). */
+  /**
+   * Counts the grant of `w`, out of the queue, and makes it the permit (the hand-over is the
+   * caller's: see `WaitQueueHost.grant`).
+   * @param now - the limiter's time if read (`NaN` otherwise: the wait is not measured).
+   */
   grant(w: Waiter, now: number): void;
-  /** Counts a waiter granted the moment it arrived (its wait: 0) and makes it the permit; no hand-over. */
-  grantNow(w: Waiter, now: number): void;
 }
 
 /**
@@ -69,11 +71,14 @@ export class LimiterQueue {
     grants: LimiterGrants,
   ) {
     const gate = o.gate;
-    this.queue = new WaitQueue(o, time, service, {
-      fits: grants.fits,
-      grant: grants.grant,
-      expired: (w) => this.refusals.refuseWaiter(w, 'expired'),
-    });
+    const expired = (w: Waiter) => this.refusals.refuseWaiter(w, 'expired');
+    this.queue = new WaitQueue(
+      o,
+      time,
+      service,
+      { fits: grants.fits, grant: grants.grant, expired },
+      runner,
+    );
     const bounds = {
       maxQueued: o.maxQueued,
       maxQueuedBytes: o.maxQueuedBytes,
@@ -183,7 +188,7 @@ export class LimiterQueue {
     if (selective && waiter.slot >= 0 && grants.fits(cost) && queue.selectorPicks(waiter, now)) {
       queue.take(waiter, now);
       if (queue.size === 0) queue.clearTimer();
-      grants.grantNow(waiter, now);
+      grants.grant(waiter, now);
       if (request !== undefined) return waiter;
       waiter._granted(this.#runner, now);
     }

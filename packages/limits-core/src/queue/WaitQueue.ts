@@ -1,7 +1,7 @@
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { ExpiryHeap } from './ExpiryHeap.js';
 import type { ChargeEstimator, Selector, SelectorKeys } from './Selector.js';
-import { SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
+import { type GrantHost, SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
 import { WaiterList } from './WaiterList.js';
 
 /** @internal How a {@link WaitQueue} orders and bounds its waiters (resolved limiter options). */
@@ -39,7 +39,8 @@ export interface WaitQueueHost {
   /** Whether `cost` units fit now. */
   fits(cost: number): boolean;
   /**
-   * Grants `w`, already out of the queue, and hands it over (`w._granted`).
+   * Counts the grant of `w`, already out of the queue, and makes it the permit; the queue then hands
+   * it over (`w._granted`).
    * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
    *   measured).
    */
@@ -70,6 +71,7 @@ export class WaitQueue {
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
   readonly #host: WaitQueueHost;
+  readonly #handOver: GrantHost;
   readonly #service: FinishEstimate;
   /**
    * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
@@ -93,12 +95,16 @@ export class WaitQueue {
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
-  /** @param service - the limiter's hold-time estimate (the margin of deadline checks). */
+  /**
+   * @param service - the limiter's hold-time estimate (the margin of deadline checks).
+   * @param handOver - what a granted waiter's hand-over may need (`Waiter._granted`).
+   */
   constructor(
     options: WaitQueueOptions,
     time: MonotonicTime,
     service: FinishEstimate,
     host: WaitQueueHost,
+    handOver: GrantHost,
   ) {
     this.#time = time;
     this.#maxQueueWaitMs = options.maxQueueWaitMs;
@@ -112,6 +118,7 @@ export class WaitQueue {
       options.codelTargetMs !== Infinity ||
       options.selector !== undefined;
     this.#host = host;
+    this.#handOver = handOver;
     this.#service = service;
   }
 
@@ -167,6 +174,7 @@ export class WaitQueue {
 
   #dispatchLoop(known: number): void {
     const host = this.#host;
+    const handOver = this.#handOver;
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && this.standing(now);
@@ -177,6 +185,7 @@ export class WaitQueue {
       if (w === undefined || !host.fits(w.cost)) break;
       this.#unqueue(w, true, now);
       host.grant(w, now);
+      w._granted(handOver, now);
     }
     if (this.#list.size === 0) this.clearTimer();
   }
