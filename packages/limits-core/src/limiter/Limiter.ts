@@ -1,14 +1,13 @@
 import { EventEmitter } from 'eventemitter3';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
-import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit, type PermitOwner } from '../permit/Permit.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
 import type { WaitQueue } from '../queue/WaitQueue.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
-import { checkAcquire } from './checks.js';
+import { checkAcquire, taskError, tryAcquireCost } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker } from './LeakTracker.js';
@@ -41,14 +40,13 @@ import { TaskRunner } from './TaskRunner.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
+  // The counters, grants and releases live here; the algorithm's feed in LimitFeed, the waiters in
+  // WaitQueue (queue/), queueing and every refusal in LimiterQueue and Refusals, tasks in TaskRunner.
   readonly #feed: LimitFeed;
   readonly #time: MonotonicTime;
   readonly #maxCost: number;
   readonly #closing: CloseWaiters;
-  /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
-  /** Queueing what cannot be granted at once, and every refusal (see {@link LimiterQueue}). */
   readonly #queueing: LimiterQueue;
   readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
@@ -65,16 +63,21 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const o = resolveOptions(options);
     const time = new MonotonicTime(o.clock);
     this.#time = time;
-    this.#closing = new CloseWaiters(o.clock);
     this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
-    const held = () => this.#permits > 0;
-    const feed = new LimitFeed(o, time, this, held, (limit) => {
-      this.#capacity = Math.max(limit, o.probeSlots);
-      return this.#capacity;
-    });
+    const feed = new LimitFeed(
+      o,
+      time,
+      this,
+      () => this.#permits > 0,
+      (limit) => {
+        this.#capacity = Math.max(limit, o.probeSlots);
+        return this.#capacity;
+      },
+    );
     this.#feed = feed;
     this.#capacity = Math.max(feed.limit, o.probeSlots);
+    this.#closing = new CloseWaiters(o.clock, () => feed.stall?.stop());
     const reclaim = (cost: number) => this.#release(cost, Number.NaN, 0, 'ignore');
     this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
     const capture = new PromiseCapture();
@@ -142,23 +145,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * collected without one is reclaimed and reported (see `trackLeaks`).
    * @returns the permit, or `undefined` when the limiter is full, closed, has waiters ahead, the cost
    *   can never fit, `signal` is aborted, or the deadline (or `timeout: 0`) has passed.
-   * @throws TypeError/RangeError for bad options (unknown key, wrong type, out of range), before
-   *   anything changes.
+   * @throws TypeError/RangeError for bad options, before anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
-    let cost = 1;
-    let hasDeadline = false;
-    if (options !== undefined) {
-      checkAcquire('tryAcquire', options);
-      cost = options.cost ?? 1;
-      if (options.signal?.aborted) return undefined;
-      if (options.deadline !== undefined || options.timeout !== undefined) {
-        hasDeadline = true;
-        const now = this.#time.now();
-        if (this.#time.deadline(options.deadline, options.timeout, now) <= now) return undefined;
-      }
-    }
+    const cost = options === undefined ? 1 : tryAcquireCost(options, this.#time);
     if (
+      Number.isNaN(cost) ||
       this.#closed ||
       (this.#queue.size > 0 && !this.#queue.newestFirst()) ||
       cost > this.#maxCost ||
@@ -166,7 +158,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     ) {
       return undefined;
     }
-    const permit = this.#grant(cost, 0, hasDeadline, Number.NaN, undefined);
+    const timeBound = options?.deadline !== undefined || options?.timeout !== undefined;
+    const permit = this.#grant(cost, 0, timeBound, Number.NaN, undefined);
     this.#leaks?.track(permit);
     return permit;
   }
@@ -174,7 +167,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /**
    * Takes a permit, waiting in the bounded queue when the limiter is full. Report its outcome
    * exactly once; a permit collected without one is reclaimed and reported (see `trackLeaks`).
-   * @returns the permit.
    * @throws (as a rejected promise, never synchronously) LimitExceededError with the reason it was
    *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
@@ -189,22 +181,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   and later exactly one `request.granted(permit)` or `request.refused(error)` (a refusal at
    *   admission is delivered before this returns; a queued request gets `request.queued(ticket)`
    *   first). These permits are not leak-tracked: the integration reports every outcome.
-   * @throws RangeError/TypeError for bad acquire options (where `acquire()` rejects with them), before
-   *   anything changes.
+   * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
     return this.#admit(options, undefined, request) as Permit | undefined;
   }
 
   /**
-   * Admission for `acquire()`, `run()` (with `task`) and `acquireWith()` (with `sink`, its request). Returns the
-   * caller's promise, or for a sink the permit granted at once (else `undefined`). Bad options reject
-   * the promise (a sink's caller gets the throw) before anything changes.
+   * Admission of `acquire()`, `run()` (with `task`) and `acquireWith()` (with its `request`): the
+   * caller's promise, or for a request the permit granted at once (else `undefined`).
    */
   #admit(
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: PermitRequest | undefined,
+    request: PermitRequest | undefined,
   ): unknown {
     let cost = 1;
     let now = Number.NaN;
@@ -213,32 +203,32 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       try {
         checkAcquire(task === undefined ? 'acquire' : 'run', options);
       } catch (error) {
-        if (sink !== undefined) throw error;
+        if (request !== undefined) throw error;
         return Promise.reject(error);
       }
       cost = options.cost ?? 1;
       if (options.signal?.aborted) {
-        return this.#refusals.refuse(sink, 'aborted', cost, options.signal.reason);
+        return this.#refusals.refuse(request, 'aborted', cost, options.signal.reason);
       }
       if (options.deadline !== undefined || options.timeout !== undefined) {
         now = this.#time.now();
         deadline = this.#time.deadline(options.deadline, options.timeout, now);
       }
     }
-    if (this.#closed) return this.#refusals.refuse(sink, 'closed', cost);
-    if (cost > this.#maxCost) return this.#refusals.refuse(sink, 'too_large', cost);
+    if (this.#closed) return this.#refusals.refuse(request, 'closed', cost);
+    if (cost > this.#maxCost) return this.#refusals.refuse(request, 'too_large', cost);
     // A time budget already spent is refused even when capacity is free.
-    if (deadline <= now) return this.#refusals.refuse(sink, 'deadline', cost);
+    if (deadline <= now) return this.#refusals.refuse(request, 'deadline', cost);
     if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
       const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
-      if (sink !== undefined) return permit;
+      if (request !== undefined) return permit;
       if (task === undefined) {
         this.#leaks?.track(permit);
         return Promise.resolve(permit);
       }
       return this.#runner.start(permit, task, options, deadline, now);
     }
-    return this.#queueing.enqueue(cost, now, deadline, options, task, sink);
+    return this.#queueing.enqueue(cost, now, deadline, options, task, request);
   }
 
   /**
@@ -261,13 +251,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   whatever the task threw.
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof task !== 'function') {
-      return Promise.reject(
-        new TypeError(
-          `limits: argument "task" of run() must be a function, got ${formatValue(task)}`,
-        ),
-      );
-    }
+    if (typeof task !== 'function') return Promise.reject(taskError(task));
     if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
       return runUnderPermit(permit, task, NEVER_ABORTED, this.#runner.hooks);
@@ -295,12 +279,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     this.#closed = true;
     this.#refusals.closeAll();
-    if (this.#permits === 0) {
-      this.#feed.stall?.stop();
-      return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
-    }
     return this.#closing.wait(timeoutMs, () => ({
-      drained: false,
+      drained: this.#permits === 0,
       permits: this.#permits,
       inflight: this.#inflight,
     }));
@@ -330,10 +310,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#gate?.released(cost);
     if (this.#queue.size > 0) this.#queue.dispatch(now);
     this.#gate?.afterRelease();
-    if (this.#permits === 0 && this.#closed) {
-      this.#feed.stall?.stop();
-      this.#closing.finish();
-    }
+    if (this.#permits === 0 && this.#closed) this.#closing.finish();
   }
 
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
@@ -355,10 +332,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /**
    * Takes `cost` units and returns the permit: `waiter` itself when a queued waiter is served, else a
-   * new one.
-   * @param waitedMs - time spent queued (`NaN` when not measured).
-   * @param hasDeadline - the caller gave a deadline: its call is timed, deadline checks need the data.
-   * @param known - the clock, if the caller just read it (`NaN` otherwise).
+   * new one. `waitedMs`: time queued (`NaN`: not measured); `hasDeadline`: the call is timed (deadline
+   * checks need the data); `known`: the clock, if the caller just read it (`NaN` otherwise).
    */
   #grant(
     cost: number,
@@ -384,12 +359,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     if (timed) this.#feed.stall?.arm();
     if (listeners(this).acquire !== undefined) {
-      emitSafely(this, 'acquire', {
-        cost,
-        inflight: this.#inflight,
-        capacity: this.#capacity,
-        waitedMs,
-      });
+      const capacity = this.#capacity;
+      emitSafely(this, 'acquire', { cost, inflight: this.#inflight, capacity, waitedMs });
     }
     return permit;
   }
