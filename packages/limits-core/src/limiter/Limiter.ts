@@ -6,12 +6,12 @@ import type { Outcome } from '../permit/outcome.js';
 import { Permit, type PermitOwner } from '../permit/Permit.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
 import type { WaitQueue } from '../queue/WaitQueue.js';
+import { Admission } from './Admission.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
-import { checkAcquire, taskError, tryAcquireCost } from './checks.js';
+import { taskError } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker } from './LeakTracker.js';
-import { LimiterQueue } from './LimiterQueue.js';
 import { LimitFeed } from './LimitFeed.js';
 import type {
   AcquireOptions,
@@ -40,14 +40,14 @@ import { TaskRunner } from './TaskRunner.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  // The counters, grants and releases live here; the algorithm's feed in LimitFeed, the waiters in
-  // WaitQueue (queue/), queueing and every refusal in LimiterQueue and Refusals, tasks in TaskRunner.
+  // Here: the counters, the fast paths, grants and releases. Elsewhere: the algorithm's feed
+  // (LimitFeed), admission with options and queueing (Admission), the waiters (queue/WaitQueue),
+  // refusals (Refusals), running tasks (TaskRunner).
   readonly #feed: LimitFeed;
   readonly #time: MonotonicTime;
-  readonly #maxCost: number;
   readonly #closing: CloseWaiters;
   readonly #queue: WaitQueue;
-  readonly #queueing: LimiterQueue;
+  readonly #admission: Admission;
   readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
   readonly #gate: CapacityGate | undefined;
@@ -63,7 +63,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const o = resolveOptions(options);
     const time = new MonotonicTime(o.clock);
     this.#time = time;
-    this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     this.#gate = o.gate;
     const feed = new LimitFeed(
       o,
@@ -92,10 +91,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
         this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
       },
+      grantNew: (cost: number, timeBound: boolean, now: number) =>
+        this.#grant(cost, 0, timeBound, now, undefined),
     };
-    this.#queueing = new LimiterQueue(this, o, time, feed.service, capture, runner, grants);
-    this.#queue = this.#queueing.queue;
-    this.#refusals = this.#queueing.refusals;
+    const service = feed.service;
+    this.#admission = new Admission(this, o, time, service, capture, runner, this.#leaks, grants);
+    this.#queue = this.#admission.queue;
+    this.#refusals = this.#admission.refusals;
   }
 
   /** The algorithm's current limit, as an integer. */
@@ -148,20 +150,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws TypeError/RangeError for bad options, before anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
-    const cost = options === undefined ? 1 : tryAcquireCost(options, this.#time);
-    if (
-      Number.isNaN(cost) ||
-      this.#closed ||
-      (this.#queue.size > 0 && !this.#queue.newestFirst()) ||
-      cost > this.#maxCost ||
-      !this.#fits(cost)
-    ) {
-      return undefined;
-    }
-    const timeBound = options?.deadline !== undefined || options?.timeout !== undefined;
-    const permit = this.#grant(cost, 0, timeBound, Number.NaN, undefined);
-    this.#leaks?.track(permit);
-    return permit;
+    return this.#admission.tryAcquire(options, this.#closed);
   }
 
   /**
@@ -171,7 +160,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
-    return this.#admit(options, undefined, undefined) as Promise<Permit>;
+    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
+      const permit = this.#grant(1, 0, false, Number.NaN, undefined);
+      this.#leaks?.track(permit);
+      return Promise.resolve(permit);
+    }
+    return this.#admission.admit(options, undefined, undefined, this.#closed) as Promise<Permit>;
   }
 
   /**
@@ -184,51 +178,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
-    return this.#admit(options, undefined, request) as Permit | undefined;
-  }
-
-  /**
-   * Admission of `acquire()`, `run()` (with `task`) and `acquireWith()` (with its `request`): the
-   * caller's promise, or for a request the permit granted at once (else `undefined`).
-   */
-  #admit(
-    options: AcquireOptions | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
-    request: PermitRequest | undefined,
-  ): unknown {
-    let cost = 1;
-    let now = Number.NaN;
-    let deadline = Infinity;
-    if (options !== undefined) {
-      try {
-        checkAcquire(task === undefined ? 'acquire' : 'run', options);
-      } catch (error) {
-        if (request !== undefined) throw error;
-        return Promise.reject(error);
-      }
-      cost = options.cost ?? 1;
-      if (options.signal?.aborted) {
-        return this.#refusals.refuse(request, 'aborted', cost, options.signal.reason);
-      }
-      if (options.deadline !== undefined || options.timeout !== undefined) {
-        now = this.#time.now();
-        deadline = this.#time.deadline(options.deadline, options.timeout, now);
-      }
+    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
+      return this.#grant(1, 0, false, Number.NaN, undefined);
     }
-    if (this.#closed) return this.#refusals.refuse(request, 'closed', cost);
-    if (cost > this.#maxCost) return this.#refusals.refuse(request, 'too_large', cost);
-    // A time budget already spent is refused even when capacity is free.
-    if (deadline <= now) return this.#refusals.refuse(request, 'deadline', cost);
-    if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
-      const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
-      if (request !== undefined) return permit;
-      if (task === undefined) {
-        this.#leaks?.track(permit);
-        return Promise.resolve(permit);
-      }
-      return this.#runner.start(permit, task, options, deadline, now);
-    }
-    return this.#queueing.enqueue(cost, now, deadline, options, task, request);
+    return this.#admission.admit(options, undefined, request, this.#closed) as Permit | undefined;
   }
 
   /**
@@ -258,7 +211,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
-    return this.#admit(options, task as (signal: AbortSignal) => unknown, undefined) as Promise<T>;
+    const admitted = task as (signal: AbortSignal) => unknown;
+    return this.#admission.admit(options, admitted, undefined, this.#closed) as Promise<T>;
   }
 
   /**
