@@ -207,27 +207,6 @@ export class Admission {
     ) {
       return refusals.refuse(request, 'deadline', cost);
     }
-    return this.#add(cost, bytes, now, deadline, options, task, request);
-  }
-
-  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
-  #estimateWait(cost: number): number {
-    const host = this.#host;
-    const capacity = this.#gate?.capacity() ?? host.capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = host.inflight + this.queue.queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
-  }
-
-  #add(
-    cost: number,
-    bytes: number,
-    now: number,
-    deadline: number,
-    options: AcquireOptions | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
-    request: PermitRequest | undefined,
-  ): unknown {
-    const queue = this.queue;
     const host = this.#host;
     const selective = queue.selector !== undefined;
     const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
@@ -268,6 +247,14 @@ export class Admission {
       waiter._granted(this.#runner, now);
     }
     return promise;
+  }
+
+  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
+  #estimateWait(cost: number): number {
+    const host = this.#host;
+    const capacity = this.#gate?.capacity() ?? host.capacity; // h-part: gate hook (issue 9, finding 5)
+    const units = host.inflight + this.queue.queuedCost + cost - capacity;
+    return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
   }
 }
 
