@@ -5,7 +5,8 @@ import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { MonotonicTime } from '../src/internal/MonotonicTime.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { type GrantHost, WaiterExtras } from '../src/queue/Waiter.js';
-import { WaitQueue, type WaitQueueOptions } from '../src/queue/WaitQueue.js';
+import { WaitQueue } from '../src/queue/WaitQueue.js';
+import type { WaitQueueOptions } from '../src/queue/WaitQueueHost.js';
 import { FakeClock } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';
 
