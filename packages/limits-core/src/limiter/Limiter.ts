@@ -51,6 +51,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
   readonly #gate: CapacityGate | undefined;
+  /** A cost of 1 can be admitted (`maxCost` ≥ 1; else `acquire()` refuses it as `too_large`). */
+  readonly #unitFits: boolean;
   readonly #leaks: LeakTracker | undefined;
   #capacity: number;
   #inflight = 0;
@@ -64,16 +66,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const time = new MonotonicTime(o.clock);
     this.#time = time;
     this.#gate = o.gate;
-    const feed = new LimitFeed(
-      o,
-      time,
-      this,
-      () => this.#permits > 0,
-      (limit) => {
-        this.#capacity = Math.max(limit, o.probeSlots);
-        return this.#capacity;
-      },
-    );
+    this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)
+    const held = () => this.#permits > 0;
+    const onLimit = (limit: number) => (this.#capacity = Math.max(limit, o.probeSlots));
+    const feed = new LimitFeed(o, time, this, held, onLimit);
     this.#feed = feed;
     this.#capacity = Math.max(feed.limit, o.probeSlots);
     this.#closing = new CloseWaiters(o.clock, () => feed.stall?.stop());
@@ -160,7 +156,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
-    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
+    if (
+      options === undefined &&
+      !this.#closed &&
+      this.#queue.size === 0 &&
+      this.#unitFits &&
+      this.#fits(1)
+    ) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
       this.#leaks?.track(permit);
       return Promise.resolve(permit);
@@ -178,7 +180,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
-    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
+    if (
+      options === undefined &&
+      !this.#closed &&
+      this.#queue.size === 0 &&
+      this.#unitFits &&
+      this.#fits(1)
+    ) {
       return this.#grant(1, 0, false, Number.NaN, undefined);
     }
     return this.#admission.admit(options, undefined, request, this.#closed) as Permit | undefined;
