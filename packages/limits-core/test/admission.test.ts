@@ -6,6 +6,7 @@ import { PromiseCapture } from '../src/internal/PromiseCapture.js';
 import { FixedLimit } from '../src/limit/FixedLimit.js';
 import { Admission } from '../src/limiter/Admission.js';
 import type { LimiterEvents } from '../src/limiter/events.js';
+import { Limiter } from '../src/limiter/Limiter.js';
 import type { PermitRequest, QueueTicket } from '../src/limiter/PermitRequest.js';
 import { resolveOptions } from '../src/limiter/resolveOptions.js';
 import { ServiceTime } from '../src/limiter/ServiceTime.js';
@@ -163,5 +164,17 @@ describe('Admission and Refusals (the limiter side of the queue)', () => {
     expect([a.log.refused?.reason, b.log.refused?.reason]).toEqual(['closed', 'closed']);
     expect(host.admission.queue.size).toBe(0);
     expect(host.clock.pending).toBe(0);
+  });
+});
+
+describe('Limiter fast paths', () => {
+  test('acquire() and acquireWith() without options refuse a cost above maxCost as too_large even with capacity free', async () => {
+    const algorithm = { limit: 3, maxLimit: 0.5, update: () => 3 };
+    const limiter = new Limiter({ limit: algorithm, probeSlots: 0 });
+    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'too_large' });
+    const { r, log } = request();
+    expect(limiter.acquireWith(r)).toBeUndefined();
+    expect(log.refused?.reason).toBe('too_large');
+    expect(limiter.inflight).toBe(0);
   });
 });
