@@ -152,6 +152,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /**
    * Takes a permit, waiting in the bounded queue when the limiter is full. Report its outcome
    * exactly once; a permit collected without one is reclaimed and reported (see `trackLeaks`).
+   * @returns the permit.
    * @throws (as a rejected promise, never synchronously) LimitExceededError with the reason it was
    *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
