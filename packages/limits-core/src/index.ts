@@ -54,8 +54,6 @@ export type {
   LimiterSnapshot,
   QueueOrder,
 } from './limiter/options.js';
-export { type Classify, defaultClassify, type Outcome } from './limiter/outcome.js';
-export { Permit } from './limiter/Permit.js';
 export type { PermitRequest, QueueTicket } from './limiter/PermitRequest.js';
 export {
   type Ledger,
@@ -64,4 +62,6 @@ export {
   type PartitionLedger,
   type PartitionOptions,
 } from './partition/PartitionedLimiter.js';
+export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
+export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';

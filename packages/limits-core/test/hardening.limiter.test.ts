@@ -8,7 +8,7 @@ import type { Clock } from '../src/internal/clock.js';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import type { ReleaseEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 
 setFlagsFromString('--expose-gc');

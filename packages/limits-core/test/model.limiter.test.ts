@@ -21,8 +21,8 @@ import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import { VegasLimit } from '../src/limit/VegasLimit.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
-import type { Outcome } from '../src/limiter/outcome.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Outcome } from '../src/permit/outcome.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 import { AbortListenerCounter, checks, MODEL_LENGTH, modelParams } from './support/model.js';
 

@@ -9,9 +9,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { Sample } from '../src/limit/LimitAlgorithm.js';
-import type { Outcome } from '../src/limiter/outcome.js';
-import type { Permit } from '../src/limiter/Permit.js';
 import { PartitionedLimiter, type PartitionOptions } from '../src/partition/PartitionedLimiter.js';
+import type { Outcome } from '../src/permit/outcome.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 import { checks, MODEL_LENGTH, modelParams } from './support/model.js';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
-import type { Permit } from '../src/limiter/Permit.js';
 import { type Ledger, PartitionedLimiter } from '../src/partition/PartitionedLimiter.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { flush } from './support/FakeClock.js';
 
 /** Seed 003: total 10, core reserved 3, recommendation reserved 2, shared 5. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
 
 /** Queues `items` behind a held permit, releases it, and returns the order they were served in. */

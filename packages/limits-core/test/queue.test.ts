@@ -3,7 +3,7 @@ import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import type { ExpireEvent, QueueEvent, RejectEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 
 /** An algorithm whose limit the test sets. */

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { Limiter } from '../src/limiter/Limiter.js';
-import type { Permit } from '../src/limiter/Permit.js';
 import type { PermitRequest, QueueTicket } from '../src/limiter/PermitRequest.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
 
 describe('PermitRequest.queued and QueueTicket.cancel (how limits-breaker sheds its queued calls)', () => {

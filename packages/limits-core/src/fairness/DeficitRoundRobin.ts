@@ -1,5 +1,5 @@
 import { checkFunction, checkNumber, checkObject, formatValue } from '../internal/validate.js';
-import { GroupList } from '../queue/GroupList.js';
+import { GroupList, joinGroup, leaveGroup } from '../queue/GroupList.js';
 import type { Selector } from '../queue/Selector.js';
 import type { SelectorEntry, Waiter } from '../queue/Waiter.js';
 
@@ -122,15 +122,12 @@ export class DeficitRoundRobin implements Selector {
       this.#tenants.set(key, t);
       this.#link(t);
     }
-    e.group = t;
-    t.list.push(e);
+    joinGroup(e, t);
   }
 
   delete(w: Waiter): void {
-    const e = w.sel as SelectorEntry;
-    const t = e.group as Tenant;
-    t.list.remove(e);
-    if (t.list.size === 0) this.#drop(t);
+    const emptied = leaveGroup<Tenant>(w);
+    if (emptied !== undefined) this.#drop(emptied);
   }
 
   served(w: Waiter): void {

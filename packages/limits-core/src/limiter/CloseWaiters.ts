@@ -25,14 +25,25 @@ export function closeTimeout(options: CloseOptions | undefined): number {
  */
 export class CloseWaiters {
   readonly #clock: Clock;
+  readonly #drained: () => void;
   #waiters: CloseWaiter[] = [];
 
-  constructor(clock: Clock) {
+  /** @param drained - the closed limiter holds no permit any more (stops its background work). */
+  constructor(clock: Clock, drained: () => void) {
     this.#clock = clock;
+    this.#drained = drained;
   }
 
-  /** Waits for {@link finish}, or `timeoutMs`, then resolves with `held()`. */
+  /**
+   * Resolves with `held()` at once when it says `drained`, else at {@link finish} (drained) or
+   * after `timeoutMs` (with what `held()` says then).
+   */
   wait(timeoutMs: number, held: () => CloseResult): Promise<CloseResult> {
+    const now = held();
+    if (now.drained) {
+      this.#drained();
+      return Promise.resolve(now);
+    }
     return new Promise((resolve) => {
       const waiter: CloseWaiter = { resolve, timer: undefined };
       this.#waiters.push(waiter);
@@ -54,6 +65,7 @@ export class CloseWaiters {
 
   /** Every permit is back: resolves every waiting caller with `drained: true`. */
   finish(): void {
+    this.#drained();
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const w of waiters) {

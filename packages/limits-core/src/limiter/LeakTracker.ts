@@ -1,5 +1,9 @@
-import type { Outcome } from './outcome.js';
-import { Permit, type PermitOwner } from './Permit.js';
+import type { EventEmitter } from 'eventemitter3';
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
+import type { Outcome } from '../permit/outcome.js';
+import { Permit, type PermitOwner } from '../permit/Permit.js';
+import { emitSafely, listeners } from './emit.js';
+import type { LimiterEvents } from './events.js';
 
 /**
  * The real timer functions, read once: leak tracking follows the garbage collector, not the
@@ -47,7 +51,9 @@ export class TrackedPermit implements PermitOwner {
  */
 export class LeakTracker {
   readonly #registry: FinalizationRegistry<TrackedPermit>;
-  readonly #owner: PermitOwner;
+  readonly #owner: PermitOwner & EventEmitter<LimiterEvents>;
+  readonly #time: MonotonicTime;
+  readonly #reclaimUnits: (cost: number) => void;
   readonly #stacks: boolean;
   /**
    * The window: permits granted since the last check, in a preallocated array reused across windows
@@ -62,14 +68,36 @@ export class LeakTracker {
   #warned = false;
 
   /**
-   * @param owner - the limiter the permits release to.
-   * @param stacks - record where each permit was acquired.
-   * @param onLeak - called (from the collector's cleanup task) for each permit collected unreleased.
+   * The tracker for a limiter's `trackLeaks` option: `undefined` when it is `off` (or the runtime
+   * has no `FinalizationRegistry`). See the constructor for the parameters.
    */
-  constructor(owner: PermitOwner, stacks: boolean, onLeak: (record: TrackedPermit) => void) {
+  static create(
+    trackLeaks: 'off' | 'on' | 'stack',
+    owner: PermitOwner & EventEmitter<LimiterEvents>,
+    time: MonotonicTime,
+    reclaim: (cost: number) => void,
+  ): LeakTracker | undefined {
+    if (trackLeaks === 'off' || typeof FinalizationRegistry !== 'function') return undefined;
+    return new LeakTracker(owner, trackLeaks === 'stack', time, reclaim);
+  }
+
+  /**
+   * @param owner - the limiter the permits release to (and that emits `leak`).
+   * @param stacks - record where each permit was acquired.
+   * @param time - the limiter's time (how long a leaked permit was held).
+   * @param reclaim - gives a leaked permit's units back to the limiter (released as `ignore`, untimed).
+   */
+  constructor(
+    owner: PermitOwner & EventEmitter<LimiterEvents>,
+    stacks: boolean,
+    time: MonotonicTime,
+    reclaim: (cost: number) => void,
+  ) {
     this.#owner = owner;
     this.#stacks = stacks;
-    this.#registry = new FinalizationRegistry(onLeak);
+    this.#time = time;
+    this.#reclaimUnits = reclaim;
+    this.#registry = new FinalizationRegistry((record) => this.#reclaim(record));
   }
 
   /** A permit was handed to user code. */
@@ -118,8 +146,28 @@ export class LeakTracker {
     Permit._retarget(permit, record);
   }
 
+  /**
+   * A tracked permit was collected without an outcome (called from the collector's cleanup task):
+   * warns once, emits `leak`, and gives its units back.
+   */
+  #reclaim(record: TrackedPermit): void {
+    const heldMs = Number.isNaN(record.startTime)
+      ? Number.NaN
+      : Math.max(0, this.#time.now() - record.startTime);
+    this.#warnOnce();
+    const owner = this.#owner;
+    if (listeners(owner).leak !== undefined) {
+      emitSafely(owner, 'leak', {
+        cost: record.cost,
+        heldMs,
+        ...(record.stack === undefined ? {} : { stack: record.stack }),
+      });
+    }
+    this.#reclaimUnits(record.cost);
+  }
+
   /** Emits the process warning about a reclaimed permit, once per limiter. */
-  warnOnce(): void {
+  #warnOnce(): void {
     if (this.#warned) return;
     this.#warned = true;
     const warn = (globalThis as { process?: { emitWarning?: (...args: unknown[]) => void } })

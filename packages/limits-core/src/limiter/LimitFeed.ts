@@ -1,9 +1,12 @@
+import type { EventEmitter } from 'eventemitter3';
 import type { Clock } from '../internal/clock.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { formatValue } from '../internal/validate.js';
 import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { Outcome } from '../permit/outcome.js';
 import { algorithmName, validLimit } from './checks.js';
-import type { Outcome } from './outcome.js';
+import { emitSafely, listeners, reportListenerError } from './emit.js';
+import type { LimiterEvents } from './events.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 
@@ -21,7 +24,8 @@ export interface LimitFeedOptions {
  * @internal How a limiter feeds its algorithm: which grants are timed (sampling), what a timed release
  * tells (the service-time estimate; for an adaptive algorithm a sample, unless a stall of the process
  * overlapped the call), and the algorithm's new limit, kept only when it is a valid number (a
- * plug-in's bad value or throw is reported, and the last good limit stays).
+ * plug-in's bad value or throw is reported, and the last good limit stays); a new limit is handed
+ * to the limiter (its capacity follows) and announced with the `limit` event.
  */
 export class LimitFeed {
   readonly algorithm: LimitAlgorithm;
@@ -32,8 +36,8 @@ export class LimitFeed {
   readonly #adaptive: boolean;
   readonly #sampleEvery: number;
   readonly #time: MonotonicTime;
-  readonly #onLimit: (previous: number, sample: Sample) => void;
-  readonly #onError: (error: unknown) => void;
+  readonly #emitter: EventEmitter<LimiterEvents>;
+  readonly #onLimit: (limit: number) => number;
   #sampleCount = 0;
   #untimed = 0;
   /** The algorithm gave a bad limit and it was reported (once until it gives a good one again). */
@@ -44,23 +48,24 @@ export class LimitFeed {
   stalledSamples = 0;
 
   /**
+   * @param emitter - the limiter: emits `limit`, and reports a plug-in's error or bad value like a
+   *   listener error.
    * @param held - whether permits are out (the stall detector runs only then).
-   * @param onLimit - the limit changed (`limit` holds the new one).
-   * @param onError - a plug-in's error or bad value, to report like a listener error.
+   * @param onLimit - the limit changed to `limit`: returns the capacity that follows (for the event).
    */
   constructor(
     o: LimitFeedOptions,
     time: MonotonicTime,
+    emitter: EventEmitter<LimiterEvents>,
     held: () => boolean,
-    onLimit: (previous: number, sample: Sample) => void,
-    onError: (error: unknown) => void,
+    onLimit: (limit: number) => number,
   ) {
     this.algorithm = o.algorithm;
     this.#adaptive = o.adaptive;
     this.#sampleEvery = o.sampleEvery;
     this.#time = time;
+    this.#emitter = emitter;
     this.#onLimit = onLimit;
-    this.#onError = onError;
     this.service = new ServiceTime(o.initialServiceMs);
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
       const clock = o.clock;
@@ -143,6 +148,22 @@ export class LimitFeed {
     if (next === this.limit) return;
     const previous = this.limit;
     this.limit = next;
-    this.#onLimit(previous, sample);
+    const capacity = this.#onLimit(next);
+    const emitter = this.#emitter;
+    if (listeners(emitter).limit !== undefined) {
+      const decision = this.algorithm.lastDecision;
+      emitSafely(emitter, 'limit', {
+        limit: next,
+        previous,
+        capacity,
+        sample,
+        ...(decision === undefined ? {} : { decision }),
+      });
+    }
+  }
+
+  /** A plug-in's error or bad value, reported like a listener error. */
+  #onError(error: unknown): void {
+    reportListenerError(this.#emitter, error);
   }
 }

@@ -1,18 +1,17 @@
 import { EventEmitter } from 'eventemitter3';
-import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
-import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
-import { formatValue } from '../internal/validate.js';
-import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { Outcome } from '../permit/outcome.js';
+import { Permit, type PermitOwner } from '../permit/Permit.js';
 import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
-import { WaitQueue } from '../queue/WaitQueue.js';
+import type { WaitQueue } from '../queue/WaitQueue.js';
+import { Admission } from './Admission.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
-import { checkAcquire } from './checks.js';
-import { rejection } from './describe.js';
+import { taskError } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
-import { LeakTracker, type TrackedPermit } from './LeakTracker.js';
+import { LeakTracker } from './LeakTracker.js';
 import { LimitFeed } from './LimitFeed.js';
 import type {
   AcquireOptions,
@@ -22,13 +21,12 @@ import type {
   LimiterOptions,
   LimiterSnapshot,
 } from './options.js';
-import type { Outcome } from './outcome.js';
-import { Permit, type PermitOwner } from './Permit.js';
 import type { PermitRequest } from './PermitRequest.js';
+import type { Refusals } from './Refusals.js';
 import { resolveOptions } from './resolveOptions.js';
-import { NEVER_ABORTED, runUnderPermit } from './runTask.js';
+import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
+import { snapshot } from './snapshot.js';
 import { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, RequestWaiter, waiterExtras } from './waiters.js';
 
 /**
  * A concurrency limiter: a semaphore whose size comes from a limit algorithm, with probe slots and a
@@ -42,66 +40,60 @@ import { PromiseWaiter, RequestWaiter, waiterExtras } from './waiters.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  readonly #probeSlots: number;
-  /** The algorithm, its limit, sampling and the service-time estimate (see {@link LimitFeed}). */
+  // Here: the counters, the fast paths, grants and releases. Elsewhere: the algorithm's feed
+  // (LimitFeed), admission with options and queueing (Admission), the waiters (queue/WaitQueue),
+  // refusals (Refusals), running tasks (TaskRunner).
   readonly #feed: LimitFeed;
-  readonly #maxQueued: number;
-  readonly #maxQueuedBytes: number;
   readonly #time: MonotonicTime;
-  readonly #maxCost: number;
   readonly #closing: CloseWaiters;
-  /** The waiters, their expiry and order (see {@link WaitQueue}). */
   readonly #queue: WaitQueue;
+  readonly #admission: Admission;
+  readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
-  readonly #capture = new PromiseCapture();
   readonly #gate: CapacityGate | undefined;
+  /** A cost of 1 can be admitted (`maxCost` ≥ 1; else admission refuses it as `too_large`). */
+  readonly #unitFits: boolean;
+  readonly #leaks: LeakTracker | undefined;
   #capacity: number;
   #inflight = 0;
   #permits = 0;
   #closed = false;
-  readonly #leaks: LeakTracker | undefined;
 
   /** @throws RangeError/TypeError naming the option, the allowed range and the value given. */
   constructor(options: LimiterOptions = {}) {
     super();
     const o = resolveOptions(options);
-    this.#probeSlots = o.probeSlots;
-    this.#maxQueued = o.maxQueued;
-    this.#maxQueuedBytes = o.maxQueuedBytes;
-    this.#time = new MonotonicTime(o.clock);
-    this.#closing = new CloseWaiters(o.clock);
-    this.#maxCost = o.gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
+    const time = new MonotonicTime(o.clock);
+    this.#time = time;
     this.#gate = o.gate;
-    this.#feed = new LimitFeed(
-      o,
-      this.#time,
-      () => this.#permits > 0,
-      (previous, sample) => this.#limitChanged(previous, sample),
-      (error) => reportListenerError(this, error),
-    );
-    this.#capacity = Math.max(this.#feed.limit, o.probeSlots);
-    this.#queue = new WaitQueue(o, this.#time, this.#feed.service, {
-      fits: (cost) => this.#fits(cost),
-      grant: (w, now) => {
-        // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
-        // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+    this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)
+    const held = () => this.#permits > 0;
+    const onLimit = (limit: number) => (this.#capacity = Math.max(limit, o.probeSlots));
+    const feed = new LimitFeed(o, time, this, held, onLimit);
+    this.#feed = feed;
+    this.#capacity = Math.max(feed.limit, o.probeSlots);
+    this.#closing = new CloseWaiters(o.clock, () => feed.stall?.stop());
+    const reclaim = (cost: number) => this.#release(cost, Number.NaN, 0, 'ignore');
+    this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
+    const capture = new PromiseCapture();
+    const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
+    const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks);
+    this.#runner = runner;
+    const grants = {
+      fits: (cost: number) => this.#fits(cost),
+      // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
+      // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+      grant: (w: Waiter, now: number) => {
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
         this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
-        w._granted(this.#runner, now);
       },
-      expired: (w) => this.#refuseWaiter(w, 'expired'),
-    });
-    this.#leaks =
-      o.trackLeaks === 'off' || typeof FinalizationRegistry !== 'function'
-        ? undefined
-        : new LeakTracker(this, o.trackLeaks === 'stack', (record) => this.#reclaim(record));
-    this.#runner = new TaskRunner(
-      this.#time,
-      this.#capture,
-      { classify: o.classify, onError: (e) => reportListenerError(this, e) },
-      o.estimator,
-      this.#leaks,
-    );
+      grantNew: (cost: number, timeBound: boolean, now: number) =>
+        this.#grant(cost, 0, timeBound, now, undefined),
+    };
+    const service = feed.service;
+    this.#admission = new Admission(this, o, time, service, capture, runner, this.#leaks, grants);
+    this.#queue = this.#admission.queue;
+    this.#refusals = this.#admission.refusals;
   }
 
   /** The algorithm's current limit, as an integer. */
@@ -136,22 +128,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
-    const queue = this.#queue;
-    const head = queue.head;
-    return {
-      limit: this.#feed.limit,
+    const counters = {
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
-      queued: queue.size,
-      queuedCost: queue.queuedCost,
-      queuedBytes: queue.queuedBytes,
-      oldestQueuedMs: head === undefined ? 0 : Math.max(0, this.#time.now() - head.enqueuedAt),
-      serviceMs: this.#feed.service.estimate(),
-      stalledSamples: this.#feed.stalledSamples,
-      tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
+    return snapshot(counters, this.#feed, this.#queue, this.#time);
   }
 
   /**
@@ -160,33 +143,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * collected without one is reclaimed and reported (see `trackLeaks`).
    * @returns the permit, or `undefined` when the limiter is full, closed, has waiters ahead, the cost
    *   can never fit, `signal` is aborted, or the deadline (or `timeout: 0`) has passed.
-   * @throws TypeError/RangeError for bad options (unknown key, wrong type, out of range), before
-   *   anything changes.
+   * @throws TypeError/RangeError for bad options, before anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
-    let cost = 1;
-    let hasDeadline = false;
-    if (options !== undefined) {
-      checkAcquire('tryAcquire', options);
-      cost = options.cost ?? 1;
-      if (options.signal?.aborted) return undefined;
-      if (options.deadline !== undefined || options.timeout !== undefined) {
-        hasDeadline = true;
-        const now = this.#time.now();
-        if (this.#deadlineOf(options, now) <= now) return undefined;
-      }
-    }
-    if (
-      this.#closed ||
-      (this.#queue.size > 0 && !this.#queue.newestFirst()) ||
-      cost > this.#maxCost ||
-      !this.#fits(cost)
-    ) {
-      return undefined;
-    }
-    const permit = this.#grant(cost, 0, hasDeadline, Number.NaN, undefined);
-    this.#leaks?.track(permit);
-    return permit;
+    return this.#admission.tryAcquire(options, this.#closed);
   }
 
   /**
@@ -197,7 +157,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   not admitted; TypeError/RangeError for bad options, before anything changes.
    */
   acquire(options?: AcquireOptions): Promise<Permit> {
-    return this.#admit(options, undefined, undefined) as Promise<Permit>;
+    return this.#admission.admit(options, undefined, undefined, this.#closed) as Promise<Permit>;
   }
 
   /**
@@ -207,95 +167,23 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    *   and later exactly one `request.granted(permit)` or `request.refused(error)` (a refusal at
    *   admission is delivered before this returns; a queued request gets `request.queued(ticket)`
    *   first). These permits are not leak-tracked: the integration reports every outcome.
-   * @throws RangeError/TypeError for bad acquire options (where `acquire()` rejects with them), before
-   *   anything changes.
+   * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
-    return this.#admit(options, undefined, request) as Permit | undefined;
-  }
-
-  /** The earlier of `deadline` (converted to the limiter's time) and `now + timeout`; `Infinity`: none. */
-  #deadlineOf(options: AcquireOptions, now: number): number {
-    const deadline = options.deadline === undefined ? Infinity : options.deadline + this.#time.skew;
-    return options.timeout === undefined ? deadline : Math.min(deadline, now + options.timeout);
+    const permit = options === undefined ? this.#grantOne() : undefined;
+    if (permit !== undefined) return permit;
+    return this.#admission.admit(options, undefined, request, this.#closed) as Permit | undefined;
   }
 
   /**
-   * Admission for `acquire()`, `run()` (with `task`) and `acquireWith()` (with `sink`, its request). Returns the
-   * caller's promise, or for a sink the permit granted at once (else `undefined`). Bad options reject
-   * the promise (a sink's caller gets the throw) before anything changes.
+   * The no-options fast path of `acquireWith()`: a permit of cost 1 when it fits now with nobody
+   * queued (else `undefined`: full admission decides, LIFO order and refusals included). `acquire()`
+   * has none: a one-line `acquire()` that V8 inlines into its caller measured faster than one with
+   * this path inline (its promise costs more than the two closure calls of `Admission.admit`).
    */
-  #admit(
-    options: AcquireOptions | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: PermitRequest | undefined,
-  ): unknown {
-    let cost = 1;
-    let now = Number.NaN;
-    let deadline = Infinity;
-    if (options !== undefined) {
-      try {
-        checkAcquire(task === undefined ? 'acquire' : 'run', options);
-      } catch (error) {
-        if (sink !== undefined) throw error;
-        return Promise.reject(error);
-      }
-      cost = options.cost ?? 1;
-      if (options.signal?.aborted) {
-        return this.#refuse(sink, 'aborted', cost, options.signal.reason);
-      }
-      if (options.deadline !== undefined || options.timeout !== undefined) {
-        now = this.#time.now();
-        deadline = this.#deadlineOf(options, now);
-      }
-    }
-    if (this.#closed) return this.#refuse(sink, 'closed', cost);
-    if (cost > this.#maxCost) return this.#refuse(sink, 'too_large', cost);
-    // A time budget already spent is refused even when capacity is free.
-    if (deadline <= now) return this.#refuse(sink, 'deadline', cost);
-    if ((this.#queue.size === 0 || this.#queue.newestFirst()) && this.#fits(cost)) {
-      const permit = this.#grant(cost, 0, deadline !== Infinity, now, undefined);
-      if (sink !== undefined) return permit;
-      if (task === undefined) {
-        this.#leaks?.track(permit);
-        return Promise.resolve(permit);
-      }
-      return this.#runner.start(permit, task, options, deadline, now);
-    }
-    if (this.#maxQueued === 0) return this.#refuse(sink, 'limit', cost);
-    if (this.#queue.size >= this.#maxQueued) return this.#refuse(sink, 'queue_full', cost);
-    if (this.#queue.selector?.refuse(options?.tenant) !== undefined) {
-      return this.#refuse(sink, 'queue_full', cost, undefined, 0, options?.tenant);
-    }
-    const bytes = options?.bytes ?? 0;
-    if (this.#queue.queuedBytes + bytes > this.#maxQueuedBytes) {
-      return this.#refuse(sink, 'queue_bytes', cost, undefined, bytes);
-    }
-    if (Number.isNaN(now)) now = this.#time.now();
-    // Deadline-aware admission: the caller needs the result by `deadline`; refuse now what the
-    // queue ahead cannot start, and the call cannot finish, in time.
-    if (
-      deadline !== Infinity &&
-      now + this.#estimateWait(cost) + this.#feed.service.finishMargin() > deadline
-    ) {
-      return this.#refuse(sink, 'deadline', cost);
-    }
-    return this.#enqueue(cost, bytes, now, deadline, options, task, sink);
-  }
-
-  /** A refusal at admission: a rejected promise, or for a request a call to `refused`. */
-  #refuse(
-    sink: PermitRequest | undefined,
-    reason: RejectReason,
-    cost: number,
-    cause?: unknown,
-    bytes?: number,
-    tenant?: string,
-  ): unknown {
-    const error = this.#reject(reason, cost, cause, bytes, tenant);
-    if (sink === undefined) return Promise.reject(error);
-    sink.refused(error);
-    return undefined;
+  #grantOne(): Permit | undefined {
+    if (this.#closed || this.#queue.size > 0 || !this.#unitFits || !this.#fits(1)) return undefined;
+    return this.#grant(1, 0, false, Number.NaN, undefined);
   }
 
   /**
@@ -308,33 +196,25 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * A time budget (`timeout` or `deadline`) is end to end: refused at admission when it cannot be
    * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
-   * settles, then released as `dropped`.
-   *
-   * The task's signal: with a budget or a caller `signal`, a task that declares a parameter
-   * (`task.length > 0`) gets a signal of its own, following the caller's and aborting at the budget
-   * (creating one costs about 2 µs on Node 20); a task declaring none gets the caller's signal as is.
-   * Without either, the signal can never abort: it is one shared inert signal that keeps no listeners
-   * (what `fetch` adds to it is dropped), which keeps `run()` without options at its old cost.
+   * settles, then released as `dropped`. With a budget or a caller `signal`, a task that declares a
+   * parameter (`task.length > 0`) gets a signal of its own (about 2 µs on Node 20), following the
+   * caller's and aborting at the budget; one declaring none gets the caller's signal. Without
+   * either, the signal is one shared inert signal that never aborts and keeps no listeners.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
    *   whatever the task threw.
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof task !== 'function') {
-      return Promise.reject(
-        new TypeError(
-          `limits: argument "task" of run() must be a function, got ${formatValue(task)}`,
-        ),
-      );
-    }
+    if (typeof task !== 'function') return Promise.reject(taskError(task));
     if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
       const permit = this.#grant(1, 0, false, Number.NaN, undefined);
       return runUnderPermit(permit, task, NEVER_ABORTED, this.#runner.hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
     // closure per queued call.
-    return this.#admit(options, task as (signal: AbortSignal) => unknown, undefined) as Promise<T>;
+    const admitted = task as (signal: AbortSignal) => unknown;
+    return this.#admission.admit(options, admitted, undefined, this.#closed) as Promise<T>;
   }
 
   /**
@@ -354,15 +234,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       return Promise.reject(error);
     }
     this.#closed = true;
-    const queue = this.#queue;
-    for (let w = queue.head; w !== undefined; w = queue.head) this.#fail(w, 'closed');
-    queue.clearTimer();
-    if (this.#permits === 0) {
-      this.#feed.stall?.stop();
-      return Promise.resolve({ drained: true, permits: 0, inflight: 0 });
-    }
+    this.#refusals.closeAll();
     return this.#closing.wait(timeoutMs, () => ({
-      drained: false,
+      drained: this.#permits === 0,
       permits: this.#permits,
       inflight: this.#inflight,
     }));
@@ -392,16 +266,12 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#gate?.released(cost);
     if (this.#queue.size > 0) this.#queue.dispatch(now);
     this.#gate?.afterRelease();
-    if (this.#permits === 0 && this.#closed) this.#finishClose();
+    if (this.#permits === 0 && this.#closed) this.#closing.finish();
   }
 
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
   _abortWaiter(waiter: Waiter, cause: unknown): boolean {
-    if (!this.#queue.has(waiter)) return false;
-    this.#fail(waiter, 'aborted', cause);
-    // The waiter may have been the head blocking others.
-    this.#queue.dispatch(Number.NaN);
-    return true;
+    return this.#refusals.abort(waiter, cause);
   }
 
   /** @internal Serves queued waiters that now fit (called by a `PartitionedLimiter` when shared capacity frees). */
@@ -416,119 +286,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
   }
 
-  /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
-  #estimateWait(cost: number): number {
-    const capacity = this.#gate?.capacity() ?? this.#capacity; // h-part: gate hook (issue 9, finding 5)
-    const units = this.#inflight + this.#queue.queuedCost + cost - capacity;
-    return units <= 0 ? 0 : (units * this.#feed.service.estimate()) / Math.max(1, capacity);
-  }
-
-  #enqueue(
-    cost: number,
-    bytes: number,
-    now: number,
-    deadline: number,
-    options: AcquireOptions | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
-    sink: PermitRequest | undefined,
-  ): unknown {
-    const queue = this.#queue;
-    const selective = queue.selector !== undefined;
-    const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
-    let promise: Promise<unknown> | undefined;
-    let waiter: Waiter;
-    if (sink === undefined) {
-      // One shared executor instead of a closure (and its context) per queued call.
-      promise = this.#capture.promise();
-      waiter = new PromiseWaiter(this, cost, now, this.#capture.take(), extras, task);
-    } else {
-      waiter = new RequestWaiter(this, cost, now, sink, extras);
-    }
-    try {
-      queue.add(waiter, now, options);
-    } catch (error) {
-      // Nothing changed (a user's estimator or fairness quantum function threw).
-      if (sink !== undefined) throw error;
-      (waiter as PromiseWaiter).resolve(Promise.reject(error));
-      return promise;
-    }
-    if (sink !== undefined) sink.queued?.(waiter);
-    if (listeners(this).queue !== undefined) {
-      emitSafely(this, 'queue', {
-        cost,
-        bytes,
-        queued: queue.size,
-        queuedBytes: queue.queuedBytes,
-      });
-    }
-    // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
-    // fits starts now rather than at the next release. (FIFO and LIFO are decided in #admit.)
-    if (selective && waiter.slot >= 0 && this.#fits(cost) && queue.selectorPicks(waiter, now)) {
-      queue.take(waiter, now);
-      if (queue.size === 0) queue.clearTimer();
-      this.#grant(cost, 0, deadline !== Infinity, now, waiter);
-      if (sink !== undefined) return waiter;
-      waiter._granted(this.#runner, now);
-    }
-    return promise;
-  }
-
-  /** A tracked permit was collected without an outcome: release its units and report it. */
-  #reclaim(record: TrackedPermit): void {
-    const heldMs = Number.isNaN(record.startTime)
-      ? Number.NaN
-      : Math.max(0, this.#time.now() - record.startTime);
-    record.tracker.warnOnce();
-    if (listeners(this).leak !== undefined) {
-      emitSafely(this, 'leak', {
-        cost: record.cost,
-        heldMs,
-        ...(record.stack === undefined ? {} : { stack: record.stack }),
-      });
-    }
-    this.#release(record.cost, Number.NaN, 0, 'ignore');
-  }
-
-  /** Removes a waiter and refuses it. */
-  #fail(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    this.#queue.remove(w);
-    this.#refuseWaiter(w, reason, cause);
-  }
-
-  /** Refuses a waiter that left the queue. */
-  #refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
-    if (reason === 'expired' && listeners(this).expire !== undefined) {
-      emitSafely(this, 'expire', {
-        reason,
-        cost: w.cost,
-        waitedMs: this.#time.now() - w.enqueuedAt,
-      });
-    }
-    w._refused(this.#reject(reason, w.cost, cause));
-  }
-
-  /** The algorithm's limit changed (to `#feed.limit`): the capacity follows. */
-  #limitChanged(previous: number, sample: Sample): void {
-    const next = this.#feed.limit;
-    this.#capacity = Math.max(next, this.#probeSlots);
-    if (listeners(this).limit !== undefined) {
-      const decision = this.#feed.algorithm.lastDecision;
-      emitSafely(this, 'limit', {
-        limit: next,
-        previous,
-        capacity: this.#capacity,
-        sample,
-        ...(decision === undefined ? {} : { decision }),
-      });
-    }
-  }
-
   /**
    * Takes `cost` units and returns the permit: `waiter` itself when a queued waiter is served, else a
-   * new one.
-   * @param waitedMs - time spent queued (`NaN` when not measured).
-   * @param hasDeadline - the caller gave a deadline: its call is timed, deadline checks need the data.
-   * @param known - the clock, if the caller just read it (`NaN` otherwise).
+   * new one. `waitedMs`: time queued (`NaN`: not measured); `hasDeadline`: the call is timed (deadline
+   * checks need the data); `known`: the clock, if the caller just read it (`NaN` otherwise).
    */
   #grant(
     cost: number,
@@ -554,51 +315,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     }
     if (timed) this.#feed.stall?.arm();
     if (listeners(this).acquire !== undefined) {
-      emitSafely(this, 'acquire', {
-        cost,
-        inflight: this.#inflight,
-        capacity: this.#capacity,
-        waitedMs,
-      });
+      const capacity = this.#capacity;
+      emitSafely(this, 'acquire', { cost, inflight: this.#inflight, capacity, waitedMs });
     }
     return permit;
-  }
-
-  #reject(
-    reason: RejectReason,
-    cost: number,
-    cause?: unknown,
-    bytes = 0,
-    tenant?: string,
-  ): LimitExceededError {
-    const queue = this.#queue;
-    const error = rejection(
-      reason,
-      {
-        inflight: this.#inflight,
-        capacity: this.#gate?.capacity() ?? this.#capacity, // h-part: gate hook (issue 9, finding 5)
-        queued: queue.size,
-        maxQueued: this.#maxQueued,
-        queuedCost: queue.queuedCost,
-        queuedBytes: queue.queuedBytes,
-        maxQueuedBytes: this.#maxQueuedBytes,
-        maxCost: this.#maxCost,
-        serviceMs: this.#feed.service.estimate(),
-        cost,
-        bytes,
-        tenant,
-      },
-      cause,
-    );
-    if (listeners(this).reject !== undefined) {
-      // `rejection()` always sets it.
-      emitSafely(this, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
-    }
-    return error;
-  }
-
-  #finishClose(): void {
-    this.#feed.stall?.stop();
-    this.#closing.finish();
   }
 }

@@ -1,5 +1,5 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
-import type { Permit } from './Permit.js';
+import type { Permit } from '../permit/Permit.js';
 
 /**
  * A request for a permit made through {@link Limiter.acquireWith}, for integrations that already have

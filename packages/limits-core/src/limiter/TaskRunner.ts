@@ -1,11 +1,17 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { PromiseCapture } from '../internal/PromiseCapture.js';
+import type { Permit } from '../permit/Permit.js';
 import type { GrantHost, Waiter } from '../queue/Waiter.js';
 import type { LeakTracker } from './LeakTracker.js';
 import type { AcquireOptions } from './options.js';
-import type { Permit } from './Permit.js';
-import { NEVER_ABORTED, type RunHooks, runBudgeted, runQueued, runUnderPermit } from './runTask.js';
+import {
+  NEVER_ABORTED,
+  type RunHooks,
+  runBudgeted,
+  runQueued,
+  runUnderPermit,
+} from './runUnderPermit.js';
 
 /**
  * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak

@@ -1,8 +1,10 @@
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import {
   checkKeys,
   checkNumber,
   checkSignal,
   checkString,
+  formatValue,
   type NumberRange,
 } from '../internal/validate.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
@@ -71,6 +73,28 @@ export function checkAcquire(
   checkString(names.tenant, o.tenant);
   checkString(names.kind, o.kind);
   checkNumber(names.priority, o.priority, 0);
+}
+
+/**
+ * `tryAcquire()`'s options: the cost asked for, or `NaN` when the call is refused before capacity
+ * is even looked at (`signal` aborted, the deadline or `timeout: 0` already passed).
+ * @throws TypeError/RangeError for bad options, naming the option.
+ */
+export function tryAcquireCost(options: AcquireOptions, time: MonotonicTime): number {
+  checkAcquire('tryAcquire', options);
+  if (options.signal?.aborted) return Number.NaN;
+  if (options.deadline !== undefined || options.timeout !== undefined) {
+    const now = time.now();
+    if (time.deadline(options.deadline, options.timeout, now) <= now) return Number.NaN;
+  }
+  return options.cost ?? 1;
+}
+
+/** The error of a `run()` whose `task` is not a function. */
+export function taskError(task: unknown): TypeError {
+  return new TypeError(
+    `limits: argument "task" of run() must be a function, got ${formatValue(task)}`,
+  );
 }
 
 /** A limit an algorithm may give: a number in `[0, Infinity)`. */

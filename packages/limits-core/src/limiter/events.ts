@@ -1,6 +1,6 @@
 import type { RejectReason } from '../errors/LimitExceededError.js';
 import type { LimitDecision, Sample } from '../limit/LimitAlgorithm.js';
-import type { Outcome } from './outcome.js';
+import type { Outcome } from '../permit/outcome.js';
 
 /** Payload of the `limit` event: the integer limit changed. */
 export interface LimitEvent {

@@ -2,8 +2,8 @@ import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { FairnessOptions } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { Classify } from '../permit/outcome.js';
 import type { PriorityOptions } from '../queue/PriorityAging.js';
-import type { Classify } from './outcome.js';
 
 /** Order in which queued waiters are served. */
 export type QueueOrder = 'fifo' | 'lifo' | 'adaptive';

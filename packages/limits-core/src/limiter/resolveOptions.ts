@@ -12,10 +12,10 @@ import {
 import { checkAlgorithm } from '../limit/checkAlgorithm.js';
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { Classify } from '../permit/outcome.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
 import type { CapacityGate, CodelOptions, LimiterOptions, QueueOrder } from './options.js';
-import type { Classify } from './outcome.js';
 
 /** @internal Validated limiter options with their defaults applied. */
 export interface ResolvedOptions {

@@ -1,7 +1,6 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
-import { type GrantHost, Waiter, WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
-import type { AcquireOptions } from './options.js';
-import type { PermitOwner } from './Permit.js';
+import type { PermitOwner } from '../permit/Permit.js';
+import { type GrantHost, Waiter, type WaiterExtras, type WaiterOwner } from '../queue/Waiter.js';
 import type { PermitRequest } from './PermitRequest.js';
 
 /**
@@ -68,33 +67,4 @@ export class RequestWaiter extends Waiter {
   _refused(error: LimitExceededError): void {
     this.request.refused(error);
   }
-}
-
-/**
- * @internal What a queued request carries beyond its cost and arrival time ({@link WaiterExtras}), or
- * `undefined` for a plain one (no bytes, deadline, signal, selector or `run` options): most requests.
- */
-export function waiterExtras(
-  bytes: number,
-  deadline: number,
-  options: AcquireOptions | undefined,
-  run: boolean,
-  selective: boolean,
-): WaiterExtras | undefined {
-  const signal = options?.signal;
-  if (
-    bytes === 0 &&
-    deadline === Infinity &&
-    signal === undefined &&
-    !selective &&
-    !(run && options !== undefined)
-  ) {
-    return undefined;
-  }
-  const extras = new WaiterExtras();
-  extras.bytes = bytes;
-  extras.deadline = deadline;
-  extras.signal = signal;
-  if (run) extras.options = options;
-  return extras;
 }

@@ -9,7 +9,7 @@ import {
 import { FixedLimit } from '../limit/FixedLimit.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import type { LimiterOptions } from '../limiter/options.js';
-import type { Classify } from '../limiter/outcome.js';
+import type { Classify } from '../permit/outcome.js';
 
 /** Settings of one partition of a {@link PartitionedLimiter}. */
 export interface PartitionOptions

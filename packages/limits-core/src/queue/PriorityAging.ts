@@ -1,5 +1,5 @@
 import { checkNumber, checkObject, formatValue } from '../internal/validate.js';
-import { GroupList } from './GroupList.js';
+import { GroupList, joinGroup, leaveGroup } from './GroupList.js';
 import type { Selector } from './Selector.js';
 import type { SelectorEntry, Waiter } from './Waiter.js';
 
@@ -76,15 +76,12 @@ export class PriorityAging implements Selector {
       c = { priority: e.priority, list: new GroupList(), starved: 0 };
       this.#classes.set(e.priority, c);
     }
-    e.group = c;
-    c.list.push(e);
+    joinGroup(e, c);
   }
 
   delete(w: Waiter): void {
-    const e = w.sel as SelectorEntry;
-    const c = e.group as PriorityClass;
-    c.list.remove(e);
-    if (c.list.size === 0) this.#classes.delete(c.priority);
+    const emptied = leaveGroup<PriorityClass>(w);
+    if (emptied !== undefined) this.#classes.delete(emptied.priority);
   }
 
   served(w: Waiter): void {

@@ -1,52 +1,9 @@
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { ExpiryHeap } from './ExpiryHeap.js';
 import type { ChargeEstimator, Selector, SelectorKeys } from './Selector.js';
-import { SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
+import { type GrantHost, SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
 import { WaiterList } from './WaiterList.js';
-
-/** @internal How a {@link WaitQueue} orders and bounds its waiters (resolved limiter options). */
-export interface WaitQueueOptions {
-  /** Longest wait in the queue (ms); `Infinity`: no bound. */
-  maxQueueWaitMs: number;
-  /** Who is served next without a selector: the oldest, the newest, or the newest while a queue stands. */
-  order: 'fifo' | 'lifo' | 'adaptive';
-  /** A queue that has not emptied for this long is standing (adaptive order, CoDel). */
-  standingMs: number;
-  /** CoDel: while standing, a waiter queued this long leaves (`Infinity`: CoDel off). */
-  codelTargetMs: number;
-  /** Fair or priority queueing: chooses who is served next (the list keeps arrival order). */
-  selector: Selector | undefined;
-  /** What fair queueing charges a request (`undefined`: its cost). */
-  estimator: ChargeEstimator | undefined;
-}
-
-/**
- * @internal The limiter's hold-time estimate, as the queue reads it for deadline checks (the
- * limiter's `ServiceTime`).
- */
-export interface FinishEstimate {
-  /** Mean hold time (ms); 0 until a call was timed. */
-  readonly meanMs: number;
-  /** Time a call needs to finish once started. */
-  finishMargin(): number;
-}
-
-/**
- * @internal What the wait queue needs from its limiter while serving: whether a waiter fits,
- * granting, and refusing a waiter that left by time.
- */
-export interface WaitQueueHost {
-  /** Whether `cost` units fit now. */
-  fits(cost: number): boolean;
-  /**
-   * Grants `w`, already out of the queue, and hands it over (`w._granted`).
-   * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
-   *   measured).
-   */
-  grant(w: Waiter, now: number): void;
-  /** Refuses `w`, which left the queue by time (expired, past its deadline, CoDel). */
-  expired(w: Waiter): void;
-}
+import type { FinishEstimate, WaitQueueHost, WaitQueueOptions } from './WaitQueueHost.js';
 
 /**
  * @internal The limiter's wait queue: the {@link Waiter}s in arrival order, their expiry (one timer on
@@ -70,6 +27,7 @@ export class WaitQueue {
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
   readonly #host: WaitQueueHost;
+  readonly #handOver: GrantHost;
   readonly #service: FinishEstimate;
   /**
    * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
@@ -93,12 +51,16 @@ export class WaitQueue {
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
-  /** @param service - the limiter's hold-time estimate (the margin of deadline checks). */
+  /**
+   * @param service - the limiter's hold-time estimate (the margin of deadline checks).
+   * @param handOver - what a granted waiter's hand-over may need (`Waiter._granted`).
+   */
   constructor(
     options: WaitQueueOptions,
     time: MonotonicTime,
     service: FinishEstimate,
     host: WaitQueueHost,
+    handOver: GrantHost,
   ) {
     this.#time = time;
     this.#maxQueueWaitMs = options.maxQueueWaitMs;
@@ -112,6 +74,7 @@ export class WaitQueue {
       options.codelTargetMs !== Infinity ||
       options.selector !== undefined;
     this.#host = host;
+    this.#handOver = handOver;
     this.#service = service;
   }
 
@@ -167,6 +130,7 @@ export class WaitQueue {
 
   #dispatchLoop(known: number): void {
     const host = this.#host;
+    const handOver = this.#handOver;
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && this.standing(now);
@@ -177,6 +141,7 @@ export class WaitQueue {
       if (w === undefined || !host.fits(w.cost)) break;
       this.#unqueue(w, true, now);
       host.grant(w, now);
+      w._granted(handOver, now);
     }
     if (this.#list.size === 0) this.clearTimer();
   }

@@ -1,5 +1,5 @@
 import type { LimitExceededError } from '../errors/LimitExceededError.js';
-import { Permit, type PermitOwner } from '../limiter/Permit.js';
+import { Permit, type PermitOwner } from '../permit/Permit.js';
 
 /**
  * @internal What a granted waiter may need for its hand-over, from the limiter that granted it:

@@ -1,6 +1,6 @@
 import type { Clock } from '../internal/clock.js';
-import { type Classify, defaultClassify, type Outcome } from './outcome.js';
-import type { Permit } from './Permit.js';
+import { type Classify, defaultClassify, type Outcome } from '../permit/outcome.js';
+import type { Permit } from '../permit/Permit.js';
 
 /**
  * The signal handed to a task that can never be aborted (no caller `signal`, no time budget): a

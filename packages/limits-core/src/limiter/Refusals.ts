@@ -1,0 +1,153 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
+import type { Waiter } from '../queue/Waiter.js';
+import type { WaitQueue } from '../queue/WaitQueue.js';
+import { emitSafely, listeners } from './emit.js';
+import type { LimiterEvents } from './events.js';
+import type { CapacityGate } from './options.js';
+import type { PermitRequest } from './PermitRequest.js';
+import { rejection } from './rejection.js';
+import type { ServiceTime } from './ServiceTime.js';
+
+/** @internal The limiter as its refusals see it: its events, and the live counters a rejection quotes. */
+export interface RefusalSource extends EventEmitter<LimiterEvents> {
+  /** Units in flight. */
+  readonly inflight: number;
+  /** Units that may be in flight (without a gate). */
+  readonly capacity: number;
+}
+
+/** @internal The fixed bounds a rejection message quotes (resolved limiter options). */
+export interface QueueBounds {
+  readonly maxQueued: number;
+  readonly maxQueuedBytes: number;
+  /** The largest cost admitted (the gate's, with one). */
+  readonly maxCost: number;
+}
+
+/**
+ * @internal Every refusal of one limiter, at admission and of queued waiters: builds the
+ * {@link LimitExceededError} with the live numbers (see {@link rejection}), emits `reject` (and
+ * `expire` for a waiter that left by time), and tells the caller: a rejected promise, a
+ * {@link PermitRequest}'s `refused`, or the waiter's `_refused`. Cold code, kept off the limiter's
+ * grant and release path.
+ */
+export class Refusals {
+  readonly #source: RefusalSource;
+  readonly #queue: WaitQueue;
+  readonly #service: ServiceTime;
+  readonly #time: MonotonicTime;
+  readonly #bounds: QueueBounds;
+  readonly #gate: CapacityGate | undefined;
+
+  constructor(
+    source: RefusalSource,
+    queue: WaitQueue,
+    service: ServiceTime,
+    time: MonotonicTime,
+    bounds: QueueBounds,
+    gate: CapacityGate | undefined,
+  ) {
+    this.#source = source;
+    this.#queue = queue;
+    this.#service = service;
+    this.#time = time;
+    this.#bounds = bounds;
+    this.#gate = gate;
+  }
+
+  /** The error for a refused request of `cost` units (and `bytes`, `tenant`); emits `reject`. */
+  error(
+    reason: RejectReason,
+    cost: number,
+    cause?: unknown,
+    bytes = 0,
+    tenant?: string,
+  ): LimitExceededError {
+    const source = this.#source;
+    const queue = this.#queue;
+    const bounds = this.#bounds;
+    const error = rejection(
+      reason,
+      {
+        inflight: source.inflight,
+        capacity: this.#gate?.capacity() ?? source.capacity, // h-part: gate hook (issue 9, finding 5)
+        queued: queue.size,
+        maxQueued: bounds.maxQueued,
+        queuedCost: queue.queuedCost,
+        queuedBytes: queue.queuedBytes,
+        maxQueuedBytes: bounds.maxQueuedBytes,
+        maxCost: bounds.maxCost,
+        serviceMs: this.#service.estimate(),
+        cost,
+        bytes,
+        tenant,
+      },
+      cause,
+    );
+    if (listeners(source).reject !== undefined) {
+      // `rejection()` always sets it.
+      emitSafely(source, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
+    }
+    return error;
+  }
+
+  /**
+   * A refusal at admission: a rejected promise, or for a `request` a call to its `refused` (and
+   * `undefined`).
+   */
+  refuse(
+    request: PermitRequest | undefined,
+    reason: RejectReason,
+    cost: number,
+    cause?: unknown,
+    bytes?: number,
+    tenant?: string,
+  ): unknown {
+    const error = this.error(reason, cost, cause, bytes, tenant);
+    if (request === undefined) return Promise.reject(error);
+    request.refused(error);
+    return undefined;
+  }
+
+  /** Refuses a waiter that already left the queue (`expired`: also emits `expire`). */
+  refuseWaiter(w: Waiter, reason: RejectReason, cause?: unknown): void {
+    const source = this.#source;
+    if (reason === 'expired' && listeners(source).expire !== undefined) {
+      emitSafely(source, 'expire', {
+        reason,
+        cost: w.cost,
+        waitedMs: this.#time.now() - w.enqueuedAt,
+      });
+    }
+    w._refused(this.error(reason, w.cost, cause));
+  }
+
+  /** Takes a queued waiter out of the queue and refuses it. */
+  remove(w: Waiter, reason: RejectReason, cause?: unknown): void {
+    this.#queue.remove(w);
+    this.refuseWaiter(w, reason, cause);
+  }
+
+  /**
+   * Takes a queued waiter whose signal aborted (or whose ticket was cancelled) out of the queue and
+   * refuses it with reason `aborted`, then serves the waiters it may have blocked.
+   * @returns `false` (and does nothing) when it was no longer queued.
+   */
+  abort(w: Waiter, cause: unknown): boolean {
+    const queue = this.#queue;
+    if (!queue.has(w)) return false;
+    this.remove(w, 'aborted', cause);
+    // The waiter may have been the head blocking others.
+    queue.dispatch(Number.NaN);
+    return true;
+  }
+
+  /** Refuses every queued waiter with reason `closed` and stops the queue's timer. */
+  closeAll(): void {
+    const queue = this.#queue;
+    for (let w = queue.head; w !== undefined; w = queue.head) this.remove(w, 'closed');
+    queue.clearTimer();
+  }
+}

@@ -1,0 +1,118 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, test } from 'vitest';
+import { LimitExceededError } from '../src/errors/LimitExceededError.js';
+import { MonotonicTime } from '../src/internal/MonotonicTime.js';
+import type { Permit } from '../src/permit/Permit.js';
+import { type GrantHost, WaiterExtras } from '../src/queue/Waiter.js';
+import { WaitQueue } from '../src/queue/WaitQueue.js';
+import type { WaitQueueOptions } from '../src/queue/WaitQueueHost.js';
+import { FakeClock } from './support/FakeClock.js';
+import { Waiter } from './support/Waiter.js';
+
+const owner = { _abortWaiter: () => false, _release() {} };
+const FIFO: WaitQueueOptions = {
+  maxQueueWaitMs: Infinity,
+  order: 'fifo',
+  standingMs: 100,
+  codelTargetMs: Infinity,
+  selector: undefined,
+  estimator: undefined,
+};
+const service = { meanMs: 0, finishMargin: () => 0 };
+
+/** A queue on a fake clock, with a host of `capacity` units that logs what the queue asks of it. */
+function setup(capacity: number, options: Partial<WaitQueueOptions> = {}) {
+  const clock = new FakeClock();
+  const log: string[] = [];
+  let free = capacity;
+  const host = {
+    fits: (cost: number) => cost <= free,
+    grant: (w: Waiter, _now: number) => {
+      free -= w.cost;
+      log.push(`grant ${names.get(w)}`);
+    },
+    expired: (w: Waiter) => log.push(`expired ${names.get(w)}`),
+  };
+  const handOver: GrantHost = {
+    track: (permit: Permit) => log.push(`handed over ${names.get(permit as Waiter)}`),
+    startQueued: () => {},
+  };
+  const names = new Map<Waiter, string>();
+  const time = new MonotonicTime(clock);
+  const queue = new WaitQueue({ ...FIFO, ...options }, time, service, host, handOver);
+  const settled: unknown[] = [];
+  const add = (name: string, cost = 1, extras?: WaiterExtras) => {
+    const w = new Waiter(owner, cost, clock.now(), (v) => settled.push(v), extras, undefined);
+    names.set(w, name);
+    queue.add(w, clock.now(), undefined);
+    return w;
+  };
+  return { clock, queue, log, add, settled, release: (units: number) => (free += units) };
+}
+
+describe('WaitQueue (the queue component, below the limiter)', () => {
+  test('it serves waiters in arrival order while the host says they fit, each granted by the host and then handed over', () => {
+    const { queue, log, add, release } = setup(0);
+    add('a');
+    add('b', 2);
+    add('c');
+    expect(queue.size).toBe(3);
+    expect(queue.queuedCost).toBe(4);
+    release(1);
+    queue.dispatch(Number.NaN);
+    // Strict head of line: b (cost 2) does not fit, so c waits behind it.
+    expect(log).toEqual(['grant a', 'handed over a']);
+    release(2);
+    queue.dispatch(Number.NaN);
+    expect(log).toEqual(['grant a', 'handed over a', 'grant b', 'handed over b']);
+    expect(queue.size).toBe(1);
+    expect(queue.queuedCost).toBe(1);
+  });
+
+  test('a waiter past maxQueueWaitMs leaves on the queue timer and goes to the host to be refused', async () => {
+    const { clock, queue, log, add } = setup(0, { maxQueueWaitMs: 50 });
+    add('a');
+    await clock.advance(20);
+    add('b');
+    expect(clock.pending).toBe(1);
+    await clock.advance(30);
+    expect(log).toEqual(['expired a']);
+    await clock.advance(20);
+    expect(log).toEqual(['expired a', 'expired b']);
+    expect(queue.size).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  test('a removed waiter is neither served nor expired, and its cost and bytes leave the counters', async () => {
+    const { clock, queue, log, add, release } = setup(0, { maxQueueWaitMs: 50 });
+    const extras = new WaiterExtras();
+    extras.bytes = 100;
+    const a = add('a', 1, extras);
+    add('b');
+    expect(queue.queuedBytes).toBe(100);
+    queue.remove(a);
+    expect(queue.has(a)).toBe(false);
+    expect(queue.queuedBytes).toBe(0);
+    expect(queue.queuedCost).toBe(1);
+    release(1);
+    queue.dispatch(Number.NaN);
+    await clock.advance(100);
+    expect(log).toEqual(['grant b', 'handed over b']);
+  });
+
+  test('the wait ends exactly once through the waiter contract: a refusal settles the caller with the error', async () => {
+    const { add, settled } = setup(0);
+    const w = add('a');
+    w._refused(new LimitExceededError('limits: closed', { reason: 'closed', retryAfterMs: 0 }));
+    await expect(settled[0]).rejects.toBeInstanceOf(LimitExceededError);
+  });
+
+  test('no file in queue/ imports from limiter/ (the queue is a layer below the limiter)', () => {
+    const dir = fileURLToPath(new URL('../src/queue/', import.meta.url));
+    for (const file of readdirSync(dir)) {
+      const source = readFileSync(dir + file, 'utf8');
+      expect(source, file).not.toMatch(/from '\.\.\/limiter\//);
+    }
+  });
+});
