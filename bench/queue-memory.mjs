@@ -49,7 +49,7 @@ const CONTENDERS = {
   'limits-acquire': 'limits-core `new Limiter({ limit: 1, maxQueued: 200000 })`, `acquire()`',
   'limits-run': 'limits-core, same limiter, `run(task)`',
   'limits-timeout':
-    'limits-core `new Limiter({ limit: 1, maxQueued: 200000, initialServiceMs: 0 })`, `acquire({ timeout: 60000 })` (waiter also in the expiry heap)',
+    'limits-core `new Limiter({ limit: 1, maxQueued: 200000, initialServiceMs: 0 })`, `acquire({ timeoutMs: 60000 })` (waiter also in the expiry heap)',
   'limits-maxwait':
     'limits-core `new Limiter({ limit: 1, maxQueued: 200000, maxQueueWaitMs: 60000 })`, `acquire()` (expiry heap, no deadline admission)',
 };
@@ -154,7 +154,7 @@ async function makeContender(name) {
       const limiter = new Limiter(options);
       const acquire =
         name === 'limits-timeout'
-          ? () => limiter.acquire({ timeout: 60_000 })
+          ? () => limiter.acquire({ timeoutMs: 60_000 })
           : () => limiter.acquire();
       let held;
       return {

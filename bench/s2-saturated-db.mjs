@@ -14,7 +14,7 @@
 // Contenders (each in its own child process, all children run at the same time; the work is
 // timer-bound, so they do not compete for CPU in any way that matters — the "max issue lag" column
 // shows how late the arrival timer fired):
-//   limits-core      new Limiter({ limit: 4, maxQueued: 1000 }); limiter.run(job, { timeout: 250 })
+//   limits-core      new Limiter({ limit: 4, maxQueued: 1000 }); limiter.run(job, { timeoutMs: 250 })
 //   fifo             hand-written semaphore (4 permits) with an unbounded FIFO array queue, no deadlines
 //   p-queue-timeout  new PQueue({ concurrency: 4 }); queue.add(job, { timeout: 250 })
 //   p-queue-signal   (extra) new PQueue({ concurrency: 4 }); queue.add(job, { signal: AbortSignal.timeout(250) })
@@ -54,7 +54,7 @@ const SAMPLE_MS = 100;
 
 const CONTENDERS = {
   'limits-core':
-    'limits-core `Limiter({ limit: 4, maxQueued: 1000 })`, `run(job, { timeout: 250 })`',
+    'limits-core `Limiter({ limit: 4, maxQueued: 1000 })`, `run(job, { timeoutMs: 250 })`',
   fifo: 'hand-written semaphore, 4 permits, unbounded FIFO queue, no deadline',
   'p-queue-timeout': 'p-queue 9.3.5 `{ concurrency: 4 }`, `add(job, { timeout: 250 })`',
   'p-queue-signal':
@@ -87,7 +87,7 @@ async function makeContender(name) {
     const limiter = new Limiter({ limit: CONCURRENCY, maxQueued: 1000 });
     return {
       issue(rec, job) {
-        limiter.run(job, { timeout: DEADLINE_MS }).then(
+        limiter.run(job, { timeoutMs: DEADLINE_MS }).then(
           () => {},
           (e) => {
             // A started job past its deadline: run() answers at the deadline with a TimeoutError

@@ -17,18 +17,18 @@
 // Offered load is open loop: request n of a feature arrives at t0 + n × period (login every 5 ms,
 // recommendation every 25 ms, both from the same t0, so the rate does not drift), whatever happened to
 // earlier requests. Latency is measured from that scheduled arrival to the call's completion. If the
-// arrival timer fires late, the request passes the rest of its budget: `timeout: deadline − lag`
+// arrival timer fires late, the request passes the rest of its budget: `timeoutMs: deadline − lag`
 // (the detail table shows the p99 of that lag, the last line its maximum).
 // There is no randomness: "seed 003" only names the scenario.
 //
 // Setups (each in its own child process; by default all children run at the same time — the work is
 // timer-bound, ~240 req/s each, so they barely compete for CPU; `--sequential` runs them in turn):
 //   shared            new Limiter({ limit: 10, maxQueued: 500 }) for both features,
-//                     limiter.run(call, { timeout })
+//                     limiter.run(call, { timeoutMs: timeout })
 //   partitions        new PartitionedLimiter({ limit: 10, partitions: {
 //                       login: { reserved: 4, maxQueued: 500 },
 //                       recommendation: { reserved: 2, maxBorrow: 4, maxQueued: 500 } } }),
-//                     bulkheads.run(feature, call, { timeout })
+//                     bulkheads.run(feature, call, { timeoutMs: timeout })
 //   partitions+stop   the same, plus bulkheads.stopBorrowing() at incident start and
 //                     bulkheads.resumeBorrowing() at incident end
 //
@@ -89,7 +89,7 @@ async function child(setup) {
   let serviceOf; // feature -> the limiter's current service-time estimate (ms)
   if (setup === 'shared') {
     const limiter = new Limiter({ limit: SLOTS, maxQueued: MAX_QUEUED });
-    runFeature = (_feature, call, timeout) => limiter.run(call, { timeout });
+    runFeature = (_feature, call, timeout) => limiter.run(call, { timeoutMs: timeout });
     serviceOf = () => limiter.snapshot().serviceMs;
   } else {
     bulkheads = new PartitionedLimiter({
@@ -99,7 +99,7 @@ async function child(setup) {
         recommendation: { reserved: 2, maxBorrow: 4, maxQueued: MAX_QUEUED },
       },
     });
-    runFeature = (feature, call, timeout) => bulkheads.run(feature, call, { timeout });
+    runFeature = (feature, call, timeout) => bulkheads.run(feature, call, { timeoutMs: timeout });
     serviceOf = (feature) => bulkheads.partition(feature).snapshot().serviceMs;
   }
 

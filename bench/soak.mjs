@@ -29,7 +29,7 @@
 // operation number and do one operation chosen by a seeded random draw (table MIX below): `run()` of
 // tasks that resolve (after a microtask, a setImmediate or a 1–3 ms timer), reject, throw
 // synchronously, return a thenable whose `then` throws, add an abort listener to their signal
-// without removing it (as `fetch` does), run with `timeout: 20` and hang past it (half honour the
+// without removing it (as `fetch` does), run with `timeoutMs: 20` and hang past it (half honour the
 // abort, half ignore it and settle after 40 ms), are
 // aborted by a signal (while queued or running), carry `cost` 2–4 or `bytes`; `acquire()` completed
 // with success / dropped / ignore (and completed again, which must do nothing), with a timeout or an
@@ -71,7 +71,7 @@
 // a timer armed for an entry that already left may fire and not re-arm), there must be no live timer
 // and `getActiveResourcesInfo()` must hold no `Timeout` nor `Immediate`; the list is printed.
 //
-// Further checks (each names the issue-9 finding it would catch): `run({ timeout })` ends a task that
+// Further checks (each names the issue-9 finding it would catch): `run({ timeoutMs })` ends a task that
 // outlives its timeout (finding 10: `run()` rejects at the deadline and the task's signal is aborted);
 // a signal handed to a task run without one carries no listeners from earlier tasks, and Node warns
 // of no listener leak (finding 11); a deadline already past is refused, under load and on the idle
@@ -472,7 +472,7 @@ async function phase1() {
     };
     let outcome;
     try {
-      await limiter.run(task, { timeout: HANG_TIMEOUT_MS });
+      await limiter.run(task, { timeoutMs: HANG_TIMEOUT_MS });
       outcome = 'ok';
     } catch (e) {
       outcome = classify(e);
@@ -503,7 +503,7 @@ async function phase1() {
       switch (kind) {
         case 'brownout': {
           // A slow downstream: every call takes 2–20 ms; a third also bound their wait with a timeout.
-          const options = r < 0.33 ? { timeout: 30 } : undefined;
+          const options = r < 0.33 ? { timeoutMs: 30 } : undefined;
           await limiter.run(timed(2 + Math.floor(r2 * 18)), options);
           return 'ok';
         }
@@ -532,7 +532,7 @@ async function phase1() {
           await limiter.run(immediate, { bytes: 512 + Math.floor(r2 * 3584) });
           return 'ok';
         case 'run-timeout':
-          await limiter.run(r2 < 0.5 ? quick : immediate, { timeout: 50 });
+          await limiter.run(r2 < 0.5 ? quick : immediate, { timeoutMs: 50 });
           return 'ok';
         case 'run-hang':
           return await runHang(r2 < 0.5);
@@ -567,7 +567,7 @@ async function phase1() {
           return 'ok';
         }
         case 'acquire-timeout': {
-          const permit = await limiter.acquire({ timeout: 30 });
+          const permit = await limiter.acquire({ timeoutMs: 30 });
           await holdAndComplete(permit, 'success');
           return 'ok';
         }
@@ -581,7 +581,7 @@ async function phase1() {
           await limiter.run(quick, { cost: 1_000 });
           return 'unexpected resolve';
         case 'deadline-past': {
-          const options = r2 < 0.5 ? { deadline: performance.now() - 1 } : { timeout: 0 }; // both already past
+          const options = r2 < 0.5 ? { deadline: performance.now() - 1 } : { timeoutMs: 0 }; // both already past
           const permit = await limiter.acquire(options);
           pastDeadlineGranted++; // finding 12: must be refused with reason `deadline`
           permit.ignore();
@@ -659,9 +659,9 @@ async function phase1() {
   const sharedListeners =
     probeSignal === undefined ? 0 : getEventListeners(probeSignal, 'abort').length;
 
-  // finding 12: with capacity free, a deadline already past (or `timeout: 0`) is refused too.
+  // finding 12: with capacity free, a deadline already past (or `timeoutMs: 0`) is refused too.
   const idlePast = [];
-  for (const options of [{ deadline: performance.now() - 1 }, { timeout: 0 }]) {
+  for (const options of [{ deadline: performance.now() - 1 }, { timeoutMs: 0 }]) {
     try {
       const permit = await limiter.acquire(options);
       permit.ignore();
@@ -1091,13 +1091,13 @@ if (p1 !== undefined) {
       : `${p1.unexpectedCount}: ${p1.unexpected.join(' | ')}`,
   );
   check(
-    'run({ timeout }) rejects at the deadline instead of resolving late',
+    'run({ timeoutMs }) rejects at the deadline instead of resolving late',
     p1.hang.started > 0 && p1.hang.resolvedLate === 0,
     `${p1.hang.resolvedLate} of ${p1.hang.started} hung tasks resolved run() after their ${HANG_TIMEOUT_MS} ms timeout`,
     10,
   );
   check(
-    "run({ timeout }) aborts the task's signal at the deadline",
+    "run({ timeoutMs }) aborts the task's signal at the deadline",
     p1.hang.started > 0 && p1.hang.notAborted === 0,
     `${p1.hang.notAborted} of ${p1.hang.started} hung tasks' signals not aborted when run() settled` +
       (p1.hang.samples.length ? `; e.g. ${p1.hang.samples.join('; ')}` : '') +

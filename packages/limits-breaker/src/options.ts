@@ -38,7 +38,7 @@ const GUARD_KEYS = [
   'name',
 ] as const;
 
-/** The names of the `acquire` option's keys in messages (`acquire.timeout`). */
+/** The names of the `acquire` option's keys in messages (`acquire.timeoutMs`). */
 const ACQUIRE_NAMES = acquireOptionNames('acquire.');
 
 /**

@@ -76,7 +76,7 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    *   the action really ends (then released as `dropped`).
    *
    * The limiter itself does not know the budget (no per-call cost): to also have it refuse at
-   * admission a call whose budget cannot be met, pass `acquire: { timeout }` too. Replaces opossum's
+   * admission a call whose budget cannot be met, pass `acquire: { timeoutMs }` too. Replaces opossum's
    * `timeout` (which counted from the start of the action); the key `timeout` is refused.
    * @default 10000 (opossum's default)
    */
@@ -91,7 +91,7 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
   classify?: GuardClassify;
   /**
    * Acquire options for every call (checked once, passed to the limiter with each call). E.g.
-   * `{ timeout: 200 }` makes the limiter refuse (reason `limit`) a call whose wait cannot fit in
+   * `{ timeoutMs: 200 }` makes the limiter refuse (reason `limit`) a call whose wait cannot fit in
    * 200 ms, at admission (from its estimated service time) or while queued. Costs every call an
    * options check and a clock read in the limiter.
    */

@@ -573,21 +573,21 @@ describe('bad input', () => {
     ],
     [
       'acquire with a typo',
-      { acquire: { timout: 5 } },
+      { acquire: { timoutMs: 5 } },
       TypeError,
-      /unknown option "acquire.timout".*did you mean "acquire.timeout"/,
+      /unknown option "acquire.timoutMs".*did you mean "acquire.timeoutMs"/,
     ],
     [
-      'acquire.timeout as a string',
-      { acquire: { timeout: '100' } },
+      'acquire.timeoutMs as a string',
+      { acquire: { timeoutMs: '100' } },
       TypeError,
-      /option "acquire.timeout".*got "100"/,
+      /option "acquire.timeoutMs".*got "100"/,
     ],
     [
-      'acquire.timeout negative',
-      { acquire: { timeout: -5 } },
+      'acquire.timeoutMs negative',
+      { acquire: { timeoutMs: -5 } },
       RangeError,
-      /option "acquire.timeout"/,
+      /option "acquire.timeoutMs"/,
     ],
     ['acquire.cost 0', { acquire: { cost: 0 } }, RangeError, /option "acquire.cost"/],
     [
@@ -660,7 +660,7 @@ describe('bad input', () => {
       latencyBuckets: 1,
       fallback: () => 0,
       classify: () => undefined,
-      acquire: { timeout: 0, cost: 1, priority: -1, tenant: 't', kind: 'k', bytes: 0 },
+      acquire: { timeoutMs: 0, cost: 1, priority: -1, tenant: 't', kind: 'k', bytes: 0 },
     });
     const g2 = guard(action, { CircuitBreaker, timeoutMs: false, errorThresholdPercentage: 100 });
     await g.shutdown();

@@ -180,11 +180,11 @@ describe('tenant fairness in the limiter', () => {
     });
     const held = limiter.tryAcquire() as Permit;
     const outcomes: string[] = [];
-    const a = limiter.acquire({ tenant: 'a', timeout: 10 }).then(
+    const a = limiter.acquire({ tenant: 'a', timeoutMs: 10 }).then(
       () => outcomes.push('a ran'),
       (e) => outcomes.push(`a ${e.reason}`),
     );
-    const b = limiter.acquire({ tenant: 'b', timeout: 1000 }).then((p) => {
+    const b = limiter.acquire({ tenant: 'b', timeoutMs: 1000 }).then((p) => {
       outcomes.push('b ran');
       p.success();
     });

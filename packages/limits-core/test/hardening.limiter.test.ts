@@ -119,9 +119,9 @@ describe('bad acquire input is refused before anything changes', () => {
   // bad input
   test('unknown acquire options are refused with the nearest valid name', async () => {
     const limiter = new Limiter({ limit: 1 });
-    const error = await reason(limiter.acquire({ timout: 5 } as never));
+    const error = await reason(limiter.acquire({ timoutMs: 5 } as never));
     expect((error as Error).message).toBe(
-      'limits: unknown option "timout" for acquire; did you mean "timeout"?',
+      'limits: unknown option "timoutMs" for acquire; did you mean "timeoutMs"?',
     );
     expect(() => limiter.tryAcquire({ prority: 1 } as never)).toThrow(
       'limits: unknown option "prority" for tryAcquire; did you mean "priority"?',
@@ -144,8 +144,8 @@ describe('bad acquire input is refused before anything changes', () => {
   // bad input
   test('tryAcquire() throws for bad options even when capacity is free', () => {
     const limiter = new Limiter({ limit: 1 });
-    expect(() => limiter.tryAcquire({ timeout: -5 })).toThrow(RangeError);
-    expect(() => limiter.tryAcquire({ timeout: '100' as never })).toThrow(TypeError);
+    expect(() => limiter.tryAcquire({ timeoutMs: -5 })).toThrow(RangeError);
+    expect(() => limiter.tryAcquire({ timeoutMs: '100' as never })).toThrow(TypeError);
     expect(() => limiter.tryAcquire({ bytes: -1 })).toThrow(RangeError);
     expect(() => limiter.tryAcquire({ tenant: 5 as never })).toThrow(
       'limits: option "tenant" must be a string, got 5',
@@ -157,10 +157,10 @@ describe('bad acquire input is refused before anything changes', () => {
   });
 
   // issue 9, finding 12
-  test('run() validates timeout, bytes and priority on the fast path too', async () => {
+  test('run() validates timeoutMs, bytes and priority on the fast path too', async () => {
     const limiter = new Limiter({ limit: 5 });
-    await expect(limiter.run(() => 1, { timeout: '100' as never })).rejects.toThrow(TypeError);
-    await expect(limiter.run(() => 1, { timeout: -5 })).rejects.toThrow(RangeError);
+    await expect(limiter.run(() => 1, { timeoutMs: '100' as never })).rejects.toThrow(TypeError);
+    await expect(limiter.run(() => 1, { timeoutMs: -5 })).rejects.toThrow(RangeError);
     await expect(limiter.run(() => 1, { bytes: Number.NaN })).rejects.toThrow(TypeError);
     await expect(limiter.run(() => 1, { priority: Infinity })).rejects.toThrow(RangeError);
     expect(limiter.inflight).toBe(0);
@@ -389,7 +389,7 @@ describe('time budgets end to end', () => {
         seen = signal;
         return task.promise;
       },
-      { timeout: 300 },
+      { timeoutMs: 300 },
     );
     let error: unknown;
     result.catch((e) => {
@@ -454,7 +454,7 @@ describe('time budgets end to end', () => {
           seen = signal;
           return task.promise;
         },
-        { timeout: 20 },
+        { timeoutMs: 20 },
       ),
     );
     clock.jump(50); // the loop was blocked: time passed, no timer ran
@@ -473,7 +473,7 @@ describe('time budgets end to end', () => {
     const task = deferred();
     let error: unknown;
     limiter
-      .run(() => task.promise, { timeout: 100 })
+      .run(() => task.promise, { timeoutMs: 100 })
       .catch((e) => {
         error = e;
       });
@@ -488,7 +488,7 @@ describe('time budgets end to end', () => {
   test('a task that ends before its deadline clears its timer and resolves', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
-    await expect(limiter.run(async (signal) => signal.aborted, { timeout: 50 })).resolves.toBe(
+    await expect(limiter.run(async (signal) => signal.aborted, { timeoutMs: 50 })).resolves.toBe(
       false,
     );
     expect(clock.pending).toBe(0);
@@ -552,13 +552,13 @@ describe('time budgets end to end', () => {
   });
 
   // issue 9, finding 12
-  test('a deadline already past, or timeout 0, is refused with reason "deadline" even when capacity is free', async () => {
+  test('a deadline already past, or timeoutMs 0, is refused with reason "deadline" even when capacity is free', async () => {
     const clock = new FakeClock(1000);
     const limiter = new Limiter({ limit: 5, clock });
     const a = (await reason(limiter.acquire({ deadline: 999 }))) as LimitExceededError;
     expect(a).toBeInstanceOf(LimitExceededError);
     expect(a.reason).toBe('deadline');
-    const b = (await reason(limiter.run(() => 1, { timeout: 0 }))) as LimitExceededError;
+    const b = (await reason(limiter.run(() => 1, { timeoutMs: 0 }))) as LimitExceededError;
     expect(b.reason).toBe('deadline');
     expect(limiter.tryAcquire({ deadline: 1000 })).toBeUndefined();
     expect(limiter.inflight).toBe(0);
@@ -658,12 +658,12 @@ describe('queue order and clocks', () => {
     const clock = new JumpyClock();
     const limiter = new Limiter({ limit: 1, clock });
     for (let i = 0; i < 20; i++) {
-      const p = limiter.tryAcquire({ timeout: 1000 }) as Permit;
+      const p = limiter.tryAcquire({ timeoutMs: 1000 }) as Permit;
       await clock.base.advance(10);
       p.success();
     }
     const before = limiter.snapshot().serviceMs;
-    const p = limiter.tryAcquire({ timeout: 1000 }) as Permit;
+    const p = limiter.tryAcquire({ timeoutMs: 1000 }) as Permit;
     clock.offset += 3_600_000;
     p.success();
     expect(limiter.snapshot().serviceMs).toBeLessThanOrEqual(before * 2);
@@ -673,16 +673,16 @@ describe('queue order and clocks', () => {
   test('a backward clock jump during a call does not poison deadline admission', async () => {
     const clock = new JumpyClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock, initialServiceMs: 10 });
-    const p = limiter.tryAcquire({ timeout: 1000 }) as Permit;
+    const p = limiter.tryAcquire({ timeoutMs: 1000 }) as Permit;
     clock.offset -= 3_600_000;
     p.success();
-    const q = limiter.tryAcquire({ timeout: 1000 }) as Permit;
+    const q = limiter.tryAcquire({ timeoutMs: 1000 }) as Permit;
     await clock.base.advance(20);
     q.success();
     expect(limiter.snapshot().serviceMs).toBeGreaterThan(0);
     expect(limiter.snapshot().serviceMs).toBeLessThanOrEqual(1000);
     limiter.tryAcquire();
-    const queued = limiter.acquire({ timeout: 500 });
+    const queued = limiter.acquire({ timeoutMs: 500 });
     queued.catch(() => {});
     expect(limiter.queued).toBe(1);
   });

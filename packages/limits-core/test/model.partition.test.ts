@@ -292,7 +292,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
           r,
           limiter.partition(name).acquire({
             cost: op.cost,
-            ...(op.timeout === undefined ? {} : { timeout: op.timeout }),
+            ...(op.timeout === undefined ? {} : { timeoutMs: op.timeout }),
           }),
         );
         break;

@@ -154,8 +154,8 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     const a = b.partition('a');
     const held = a.tryAcquire() as Permit;
     // One unit busy for ≈ 100 ms ahead, then 100 ms of its own: 150 ms cannot be met.
-    expect(await reasonOf(a.acquire({ timeout: 150 }))).toBe('deadline');
-    const ok = a.acquire({ timeout: 250 });
+    expect(await reasonOf(a.acquire({ timeoutMs: 150 }))).toBe('deadline');
+    const ok = a.acquire({ timeoutMs: 250 });
     held.success();
     (await ok).success();
   });

@@ -92,7 +92,7 @@ test('random interleavings keep every invariant and drain to zero with no timers
                 .acquire({
                   cost: o.cost,
                   bytes: o.bytes,
-                  ...(o.timeout === undefined ? {} : { timeout: o.timeout }),
+                  ...(o.timeout === undefined ? {} : { timeoutMs: o.timeout }),
                   ...(o.abortable ? { signal: ac.signal } : {}),
                 })
                 .then(grant, () => {});

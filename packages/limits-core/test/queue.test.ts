@@ -43,10 +43,10 @@ describe('seed 000: 4 permits, 100 ms jobs, 4 running + 8 queued', () => {
       await batch;
     }
     const before = downstreamCalls;
-    const work = Array.from({ length: 12 }, () => track(limiter.run(job, { timeout: 1000 })));
+    const work = Array.from({ length: 12 }, () => track(limiter.run(job, { timeoutMs: 1000 })));
     await flush();
     expect(limiter.snapshot()).toMatchObject({ inflight: 4, queued: 8 });
-    const late = track(limiter.run(job, { timeout: 250 }));
+    const late = track(limiter.run(job, { timeoutMs: 250 }));
     await flush();
     // 4 + 8 + 1 − 4 = 9 units ahead at 4 per 100 ms → starts at ≈ 225 ms, ends ≈ 325 ms > 250 ms.
     expect(late.error).toBeInstanceOf(LimitExceededError);
@@ -67,9 +67,9 @@ describe('seed 000: 4 permits, 100 ms jobs, 4 running + 8 queued', () => {
     };
     const events: string[] = [];
     limiter.on('expire', (e) => events.push(e.reason));
-    for (let i = 0; i < 12; i++) void limiter.run(job, { timeout: 1000 });
+    for (let i = 0; i < 12; i++) void limiter.run(job, { timeoutMs: 1000 });
     await flush();
-    const late = track(limiter.run(job, { timeout: 250 }));
+    const late = track(limiter.run(job, { timeoutMs: 250 }));
     await flush();
     expect(late.settled).toBe(false);
     expect(limiter.queued).toBe(9);
@@ -137,10 +137,10 @@ describe('bounded queue', () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock, initialServiceMs: 0 });
     const held = limiter.tryAcquire() as Permit;
-    const late = track(limiter.acquire({ timeout: 100 }));
+    const late = track(limiter.acquire({ timeoutMs: 100 }));
     const none = track(limiter.acquire());
-    const early = track(limiter.acquire({ timeout: 30 })); // earlier than one queued before it
-    const mid = track(limiter.acquire({ timeout: 60 }));
+    const early = track(limiter.acquire({ timeoutMs: 30 })); // earlier than one queued before it
+    const mid = track(limiter.acquire({ timeoutMs: 60 }));
     expect(clock.pending).toBe(1);
     await clock.advance(30);
     expect([late.settled, none.settled, early.settled, mid.settled]).toEqual([
@@ -221,7 +221,7 @@ describe('bounded queue', () => {
     void limiter.acquire().catch(() => {});
     await limiter.acquire().catch(() => {});
     await limiter.acquire({ cost: 1e9 }).catch(() => {});
-    await limiter.acquire({ timeout: 0 }).catch(() => {});
+    await limiter.acquire({ timeoutMs: 0 }).catch(() => {});
     const closing = limiter.close();
     held?.success();
     await closing;

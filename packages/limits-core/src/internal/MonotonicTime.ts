@@ -29,8 +29,8 @@ export class MonotonicTime {
    * A caller's time budget as a deadline in this time: the earlier of `deadline` (clock ms, converted
    * with `skew`) and `now + timeout` (`Infinity`: neither given).
    */
-  deadline(deadline: number | undefined, timeout: number | undefined, now: number): number {
+  deadline(deadline: number | undefined, timeoutMs: number | undefined, now: number): number {
     const at = deadline === undefined ? Infinity : deadline + this.skew;
-    return timeout === undefined ? at : Math.min(at, now + timeout);
+    return timeoutMs === undefined ? at : Math.min(at, now + timeoutMs);
   }
 }

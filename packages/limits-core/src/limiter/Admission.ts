@@ -115,7 +115,7 @@ export class Admission {
     ) {
       return undefined;
     }
-    const timeBound = options?.deadline !== undefined || options?.timeout !== undefined;
+    const timeBound = options?.deadline !== undefined || options?.timeoutMs !== undefined;
     const permit = this.#grants.grantNew(cost, timeBound, Number.NaN);
     this.#leaks?.track(permit);
     return permit;
@@ -149,9 +149,9 @@ export class Admission {
       if (options.signal?.aborted) {
         return refusals.refuse(request, 'aborted', cost, options.signal.reason);
       }
-      if (options.deadline !== undefined || options.timeout !== undefined) {
+      if (options.deadline !== undefined || options.timeoutMs !== undefined) {
         now = this.#time.now();
-        deadline = this.#time.deadline(options.deadline, options.timeout, now);
+        deadline = this.#time.deadline(options.deadline, options.timeoutMs, now);
       }
     }
     if (closed) return refusals.refuse(request, 'closed', cost);

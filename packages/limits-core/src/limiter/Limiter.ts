@@ -36,7 +36,7 @@ import { TaskRunner } from './TaskRunner.js';
  * ```ts
  * const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), maxQueued: 50, maxQueueWaitMs: 200 });
  * limiter.on('limit', (e) => console.log(e.limit, e.decision?.reason));
- * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeout: 1000 });
+ * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeoutMs: 1000 });
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
@@ -142,7 +142,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * the newest is served first anyway); never waits. Report its outcome exactly once; a permit
    * collected without one is reclaimed and reported (see `trackLeaks`).
    * @returns the permit, or `undefined` when the limiter is full, closed, has waiters ahead, the cost
-   *   can never fit, `signal` is aborted, or the deadline (or `timeout: 0`) has passed.
+   *   can never fit, `signal` is aborted, or the deadline (or `timeoutMs: 0`) has passed.
    * @throws TypeError/RangeError for bad options, before anything changes.
    */
   tryAcquire(options?: AcquireOptions): Permit | undefined {
@@ -193,7 +193,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * other error → ignore). A task that throws synchronously never started: its permit is returned at
    * once with `ignore`.
    *
-   * A time budget (`timeout` or `deadline`) is end to end: refused at admission when it cannot be
+   * A time budget (`timeoutMs` or `deadline`) is end to end: refused at admission when it cannot be
    * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
    * settles, then released as `dropped`. With a budget or a caller `signal`, a task that declares a

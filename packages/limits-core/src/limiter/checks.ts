@@ -25,7 +25,7 @@ export interface AcquireOptionNames {
   readonly prefix: string;
   readonly signal: string;
   readonly deadline: string;
-  readonly timeout: string;
+  readonly timeoutMs: string;
   readonly cost: string;
   readonly bytes: string;
   readonly tenant: string;
@@ -42,7 +42,7 @@ export function acquireOptionNames(prefix: string): AcquireOptionNames {
     prefix,
     signal: `${prefix}signal`,
     deadline: `${prefix}deadline`,
-    timeout: `${prefix}timeout`,
+    timeoutMs: `${prefix}timeoutMs`,
     cost: `${prefix}cost`,
     bytes: `${prefix}bytes`,
     tenant: `${prefix}tenant`,
@@ -67,7 +67,7 @@ export function checkAcquire(
   checkKeys(where, o, ACQUIRE_KEYS, names.prefix);
   checkSignal(names.signal, o.signal);
   checkNumber(names.deadline, o.deadline, 0, DEADLINE_RANGE);
-  checkNumber(names.timeout, o.timeout, 0, TIMEOUT_RANGE);
+  checkNumber(names.timeoutMs, o.timeoutMs, 0, TIMEOUT_RANGE);
   checkNumber(names.cost, o.cost, 1, COST_RANGE);
   checkNumber(names.bytes, o.bytes, 0, BYTES_RANGE);
   checkString(names.tenant, o.tenant);
@@ -77,15 +77,15 @@ export function checkAcquire(
 
 /**
  * `tryAcquire()`'s options: the cost asked for, or `NaN` when the call is refused before capacity
- * is even looked at (`signal` aborted, the deadline or `timeout: 0` already passed).
+ * is even looked at (`signal` aborted, the deadline or `timeoutMs: 0` already passed).
  * @throws TypeError/RangeError for bad options, naming the option.
  */
 export function tryAcquireCost(options: AcquireOptions, time: MonotonicTime): number {
   checkAcquire('tryAcquire', options);
   if (options.signal?.aborted) return Number.NaN;
-  if (options.deadline !== undefined || options.timeout !== undefined) {
+  if (options.deadline !== undefined || options.timeoutMs !== undefined) {
     const now = time.now();
-    if (time.deadline(options.deadline, options.timeout, now) <= now) return Number.NaN;
+    if (time.deadline(options.deadline, options.timeoutMs, now) <= now) return Number.NaN;
   }
   return options.cost ?? 1;
 }

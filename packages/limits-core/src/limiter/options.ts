@@ -187,9 +187,9 @@ export interface AcquireOptions {
   deadline?: number | undefined;
   /**
    * Relative time budget in ms from now, a number ≥ 0 (`Infinity`: none; 0 is always refused with
-   * reason `deadline`); the earlier of `deadline` and `timeout` wins. Same rules as `deadline`.
+   * reason `deadline`); the earlier of `deadline` and `timeoutMs` wins. Same rules as `deadline`.
    */
-  timeout?: number | undefined;
+  timeoutMs?: number | undefined;
   /** Units of capacity the call takes, a number > 0. @default 1 */
   cost?: number | undefined;
   /** Bytes the request holds while queued (counted against `maxQueuedBytes`), a number ≥ 0. @default 0 */
@@ -206,7 +206,7 @@ export interface AcquireOptions {
 export const ACQUIRE_KEYS: readonly string[] = [
   'signal',
   'deadline',
-  'timeout',
+  'timeoutMs',
   'cost',
   'bytes',
   'tenant',

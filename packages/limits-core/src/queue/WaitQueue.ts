@@ -31,7 +31,7 @@ export class WaitQueue {
   readonly #service: FinishEstimate;
   /**
    * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
-   * or the same `timeout` on every call), the arrival list is already sorted by expiry and its head
+   * or the same `timeoutMs` on every call), the arrival list is already sorted by expiry and its head
    * expires first; the heap is used only once an earlier expiry arrives after a later one, until
    * the queue empties.
    */
