@@ -1,10 +1,13 @@
 import {
   type AcquireOptions,
+  type Classify,
   type Clock,
+  defaultClassify,
   formatValue,
   type LimitExceededError,
   type Limiter,
   LimitsError,
+  type Outcome,
   type Permit,
   type QueueTicket,
   systemClock,
@@ -17,18 +20,16 @@ import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
 import { GuardEmitter } from './GuardEmitter.js';
 import { InFlightCalls } from './InFlightCalls.js';
+import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import type { OpossumBreaker } from './opossum.js';
 import { checkGuardOptions, ownLimiter } from './options.js';
-import { defaultOutcome, isThenable } from './outcome.js';
 import type {
   CircuitState,
   FallbackCause,
   FallbackReason,
-  GuardClassify,
   GuardedAction,
   GuardOptions,
-  GuardOutcome,
   GuardStats,
 } from './types.js';
 
@@ -49,7 +50,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   readonly #circuit: Circuit;
   readonly #action: GuardedAction<A, R>;
   readonly #fallback: GuardOptions<A, R>['fallback'];
-  readonly #classify: GuardClassify | undefined;
+  readonly #classify: Classify | undefined;
   readonly #acquire: AcquireOptions | undefined;
   readonly #timeoutMs: number | false;
   readonly #clock: Clock;
@@ -84,7 +85,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     const o = checkGuardOptions(options);
     this.#action = action;
     this.#fallback = o.fallback as GuardOptions<A, R>['fallback'];
-    this.#classify = o.classify as GuardClassify | undefined;
+    this.#classify = o.classify as Classify | undefined;
     this.#acquire = o.acquire;
     this.#clock = o.clock ?? systemClock;
     this.#timeoutMs = o.timeoutMs;
@@ -305,13 +306,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       permit.dropped();
       return;
     }
-    let outcome: GuardOutcome | undefined;
+    let outcome: Outcome | undefined;
     try {
       outcome = this.#classify?.(error, value);
     } catch {
       outcome = undefined;
     }
-    outcome ??= defaultOutcome(error);
+    outcome ??= defaultClassify(error);
     // Releasing may start queued calls right here: they take `now` as their start time.
     const calls = this.#calls;
     const outer = calls.freshNow;
@@ -319,6 +320,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     try {
       if (outcome === 'success') permit.success();
       else if (outcome === 'dropped') permit.dropped();
+      else if (outcome === 'failure') permit.failure();
       else permit.ignore();
     } finally {
       calls.freshNow = outer;

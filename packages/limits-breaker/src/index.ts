@@ -12,10 +12,8 @@ export type {
   CircuitState,
   FallbackCause,
   FallbackReason,
-  GuardClassify,
   GuardEvents,
   GuardedAction,
   GuardOptions,
-  GuardOutcome,
   GuardStats,
 } from './types.js';

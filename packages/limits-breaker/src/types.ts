@@ -1,5 +1,6 @@
 import type {
   AcquireOptions,
+  Classify,
   Clock,
   LimitEvent,
   LimitExceededError,
@@ -34,18 +35,6 @@ export type FallbackCause =
   | { readonly reason: 'limit'; readonly error: LimitExceededError }
   | { readonly reason: 'timeout'; readonly error: CallTimeoutError }
   | { readonly reason: 'error'; readonly error: unknown };
-
-/**
- * How a finished call counts:
- * - `success`: a latency sample for the limiter, a success for the breaker;
- * - `dropped`: congestion — a dropped sample for the limiter, a failure for the breaker;
- * - `failure`: a failure for the breaker, no sample for the limiter (e.g. a 500 that says nothing about load);
- * - `ignore`: neither (e.g. a 404 or a validation error).
- */
-export type GuardOutcome = 'success' | 'dropped' | 'failure' | 'ignore';
-
-/** Decides a call's outcome; `error` is `undefined` when the action resolved. Return `undefined` for the default. */
-export type GuardClassify = (error: unknown, result?: unknown) => GuardOutcome | undefined;
 
 /** A guarded action: `ctx.signal` aborts on timeout and shutdown. */
 export type GuardedAction<A extends unknown[], R> = (
@@ -87,8 +76,14 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    * Without it the caller gets that error. Counted in `stats().breaker.fallbacks` when it returns.
    */
   fallback?: (cause: FallbackCause, ...args: A) => R | PromiseLike<R>;
-  /** Outcome of a call; see {@link GuardOutcome}. Default: resolved → success, timeout/abort → dropped, other errors → failure. */
-  classify?: GuardClassify;
+  /**
+   * Outcome of a call (limits-core's `Outcome`, the same set in every limits package): `success` (a
+   * latency sample, a breaker success), `dropped` (congestion: a dropped sample, a breaker failure),
+   * `failure` (a breaker failure, no sample: e.g. a 500 that says nothing about load), `ignore`
+   * (neither: e.g. a 404). Return `undefined` for the default: limits-core's `defaultClassify`
+   * (resolved → success, timeout/abort → dropped, other errors → failure).
+   */
+  classify?: Classify;
   /**
    * Acquire options for every call (checked once, passed to the limiter with each call). E.g.
    * `{ timeoutMs: 200 }` makes the limiter refuse (reason `limit`) a call whose wait cannot fit in

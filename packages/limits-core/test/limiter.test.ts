@@ -189,7 +189,7 @@ describe('Limiter.run', () => {
     expect(samples).toEqual([{ startTime: 0, rtt: 75, inflight: 1, dropped: false }]);
   });
 
-  test('classifies a timeout as dropped, another error as ignore, and honours classify', async () => {
+  test('classifies a timeout as dropped, another error as failure (no sample), and honours classify', async () => {
     const { alg, samples } = scripted(2);
     const outcomes: string[] = [];
     const limiter = new Limiter({ limit: alg, clock: new FakeClock() });
@@ -201,7 +201,7 @@ describe('Limiter.run', () => {
     );
     const und = Object.assign(new Error('h'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
     await expect(limiter.run(() => Promise.reject(und))).rejects.toBe(und);
-    expect(outcomes).toEqual(['dropped', 'ignore', 'dropped']);
+    expect(outcomes).toEqual(['dropped', 'failure', 'dropped']);
     expect(samples.map((x) => x.dropped)).toEqual([true, true]);
 
     const custom = new Limiter({

@@ -102,7 +102,7 @@ export class LimitFeed {
   released(startTime: number, inflight: number, rtt: number, outcome: Outcome): boolean {
     if (!Number.isNaN(startTime)) {
       this.service.observe(rtt);
-      if (this.#adaptive && outcome !== 'ignore') {
+      if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
         if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
           this.stalledSamples++;
           return true;

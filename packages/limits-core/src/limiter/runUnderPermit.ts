@@ -269,5 +269,6 @@ function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks
   outcome ??= defaultClassify(error);
   if (outcome === 'success') permit.success();
   else if (outcome === 'dropped') permit.dropped();
+  else if (outcome === 'failure') permit.failure();
   else permit.ignore();
 }

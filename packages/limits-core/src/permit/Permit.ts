@@ -74,6 +74,14 @@ export class Permit {
     Permit.#settle(this, 'dropped');
   }
 
+  /**
+   * The call failed in a way that says nothing about the downstream's load (e.g. a 500): no sample
+   * for the algorithm (as `ignore`), reported as `failure` in the limiter's `release` event.
+   */
+  failure(): void {
+    Permit.#settle(this, 'failure');
+  }
+
   /** The call says nothing about the downstream's load (or never started): no sample. */
   ignore(): void {
     Permit.#settle(this, 'ignore');

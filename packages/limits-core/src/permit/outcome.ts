@@ -1,13 +1,16 @@
 /**
- * How a finished call is reported to the limit algorithm:
- * - `success`: a normal sample;
- * - `dropped`: a congestion signal (timeout, overload reply): the algorithm backs off;
- * - `ignore`: no sample (the call says nothing about the downstream's load, e.g. a validation error).
+ * How a finished call counts, with one meaning in every limits package:
+ * - `success`: a normal latency sample (and a success for a circuit breaker);
+ * - `dropped`: a congestion signal (timeout, overload reply): the algorithm backs off (and a breaker
+ *   failure);
+ * - `failure`: the call failed in a way that says nothing about load (e.g. a 500): no sample for the
+ *   algorithm, a failure for a circuit breaker;
+ * - `ignore`: neither (e.g. a 404, a validation error, or a call that never started).
  */
-export type Outcome = 'success' | 'ignore' | 'dropped';
+export type Outcome = 'success' | 'dropped' | 'failure' | 'ignore';
 
 /**
- * Decides the outcome of a `run` task: `error` is `undefined` when the task resolved (with `result`).
+ * Decides the outcome of a `run` task (or a guarded call): `error` is `undefined` when the task resolved (with `result`).
  * Return `undefined` to fall back to the default classification.
  */
 export type Classify = (error: unknown, result?: unknown) => Outcome | undefined;
@@ -23,7 +26,8 @@ const TIMEOUT_CODES = new Set([
 /**
  * The default classification: a resolved task is `success`; an error that looks like a timeout or an
  * abort (`name` `TimeoutError` or `AbortError`, or a timeout `code` such as `ETIMEDOUT` or undici's
- * `UND_ERR_*_TIMEOUT`) is `dropped`; any other error is `ignore`: it says nothing about load.
+ * `UND_ERR_*_TIMEOUT`) is `dropped`; any other error is `failure`: it says nothing about load, but
+ * the call failed.
  */
 export function defaultClassify(error: unknown): Outcome {
   if (error === undefined) return 'success';
@@ -32,5 +36,5 @@ export function defaultClassify(error: unknown): Outcome {
     if (name === 'TimeoutError' || name === 'AbortError') return 'dropped';
     if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return 'dropped';
   }
-  return 'ignore';
+  return 'failure';
 }
