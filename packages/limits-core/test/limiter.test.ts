@@ -6,6 +6,7 @@ import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import { VegasLimit } from '../src/limit/VegasLimit.js';
 import type { LimitEvent, ReleaseEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
+import type { Permit } from '../src/permit/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 
 /** An algorithm whose limit the test sets, recording every sample. */
@@ -187,6 +188,21 @@ describe('Limiter.run', () => {
     await expect(result).resolves.toBe('ok');
     expect(limiter.inflight).toBe(0);
     expect(samples).toEqual([{ startTime: 0, rtt: 75, inflight: 1, dropped: false }]);
+  });
+
+  // issue 10: one outcome vocabulary
+  test('permit.failure() frees the units, gives the algorithm no sample and is reported as failure', () => {
+    const { alg, samples } = scripted(2);
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: alg, clock });
+    const outcomes: string[] = [];
+    limiter.on('release', (e) => outcomes.push(e.outcome));
+    const permit = limiter.tryAcquire() as Permit;
+    permit.failure();
+    permit.success(); // the first outcome wins
+    expect(outcomes).toEqual(['failure']);
+    expect(samples).toEqual([]);
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0 });
   });
 
   test('classifies a timeout as dropped, another error as failure (no sample), and honours classify', async () => {
