@@ -18,20 +18,14 @@ import { QueuedCalls } from './CallList.js';
 import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
 import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
+import { Fallback } from './Fallback.js';
 import { GuardEmitter } from './GuardEmitter.js';
 import { InFlightCalls } from './InFlightCalls.js';
 import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import type { OpossumBreaker } from './opossum.js';
 import { checkGuardOptions, ownLimiter } from './options.js';
-import type {
-  CircuitState,
-  FallbackCause,
-  FallbackReason,
-  GuardedAction,
-  GuardOptions,
-  GuardStats,
-} from './types.js';
+import type { CircuitState, GuardedAction, GuardOptions, GuardStats } from './types.js';
 
 const EMPTY_ARGS: unknown[] = [];
 const shutDownError = () => new LimitsError('SHUTDOWN', 'limits: guard shut down');
@@ -49,7 +43,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   readonly breaker: OpossumBreaker;
   readonly #circuit: Circuit;
   readonly #action: GuardedAction<A, R>;
-  readonly #fallback: GuardOptions<A, R>['fallback'];
+  readonly #fallback: Fallback<A, R>;
   readonly #classify: Classify | undefined;
   readonly #acquire: AcquireOptions | undefined;
   readonly #timeoutMs: number | false;
@@ -84,7 +78,6 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     }
     const o = checkGuardOptions(options);
     this.#action = action;
-    this.#fallback = o.fallback as GuardOptions<A, R>['fallback'];
     this.#classify = o.classify as Classify | undefined;
     this.#acquire = o.acquire;
     this.#clock = o.clock ?? systemClock;
@@ -94,6 +87,12 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     const circuit = new OpossumCircuit(this, o);
     this.#circuit = circuit;
     this.breaker = circuit.breaker;
+    this.#fallback = new Fallback<A, R>(
+      o.fallback as GuardOptions<A, R>['fallback'],
+      circuit,
+      () => this.listenerCount('fallback') > 0,
+      (cause) => this._emitSafely('fallback', cause),
+    );
     this.#calls = new InFlightCalls(this.#clock, o.timeoutMs);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
@@ -115,7 +114,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     let trial = false;
     if (circuit.state !== 'CLOSED') {
       if (!circuit.admitTrial())
-        return this.#fail('open', args, new CircuitOpenError(circuit.state));
+        return this.#fallback.answer('open', args, new CircuitOpenError(circuit.state));
       trial = true;
     }
     // A call without arguments keeps the shared empty array: its rest array dies young.
@@ -151,7 +150,11 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (this.#shut) this.#dismiss(call, permit, Promise.reject(shutDownError()));
     // Granted while the circuit was opening (by a waiter shed just before): it must not run.
     else if (this.#circuit.state === 'OPEN') {
-      this.#dismiss(call, permit, this.#fail('open', call.args as A, new CircuitOpenError('OPEN')));
+      this.#dismiss(
+        call,
+        permit,
+        this.#fallback.answer('open', call.args as A, new CircuitOpenError('OPEN')),
+      );
     } else this.#start(call, permit);
   }
 
@@ -177,11 +180,13 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#circuit.endTrial(call);
     call.mark(CallFlag.ANSWERED);
     const args = call.args as A;
-    const answer = call.is(CallFlag.TIMED_OUT)
-      ? this.#fail('timeout', args, error.cause as CallTimeoutError)
-      : call.is(CallFlag.SHED)
-        ? this.#fail('open', args, new CircuitOpenError('OPEN'))
-        : this.#fail('limit', args, error);
+    const answer = this.#shut
+      ? Promise.reject<R>(shutDownError())
+      : call.is(CallFlag.TIMED_OUT)
+        ? this.#fallback.answer('timeout', args, error.cause as CallTimeoutError)
+        : call.is(CallFlag.SHED)
+          ? this.#fallback.answer('open', args, new CircuitOpenError('OPEN'))
+          : this.#fallback.answer('limit', args, error);
     // Refused at admission: `fire` has no promise for the caller yet and returns this one.
     if (call.resolve === noop) this.#refusal = answer;
     else call.resolve(answer);
@@ -203,14 +208,16 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * permit released; with a `timeoutMs` its caller is rejected at once (code `SHUTDOWN`), without one
    * the caller's promise follows the action (derived from it), which the aborted signal should end.
    * opossum is shut down; the timeout timer and list and every listener the guard added are removed;
-   * an own limiter is closed. Calls still waiting for a permit are answered `SHUTDOWN` when the
-   * limiter grants them (as the aborted calls' permits come back) or refused as an own limiter
-   * closes; in a shared limiter they may stay queued, without a budget, until it grants them. An
-   * action that ignores its signal keeps running, but holds nothing of the guard's any more.
+   * an own limiter is closed. Calls still waiting for a permit leave the limiter's queue at once (a
+   * shared one too) and are answered `SHUTDOWN`. An action that ignores its signal keeps running,
+   * but holds nothing of the guard's any more.
    */
   async shutdown(): Promise<void> {
     if (this.#shut) return;
     this.#shut = true;
+    // Calls still waiting for a permit leave the limiter's queue now (a shared limiter outlives the
+    // guard): each is answered SHUTDOWN through `_refused`.
+    this.#queued.shedAll();
     this.#calls.abortAll(shutDownError());
     for (const off of this._unsubscribe) off();
     this.#circuit.shutdown();
@@ -243,7 +250,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       this.#calls.untime(call);
       this.#circuit.endTrial(call);
       call.mark(CallFlag.ANSWERED);
-      const answer = this.#fail('error', args, error);
+      const answer = this.#fallback.answer('error', args, error);
       if (!queued) return answer;
       call.resolve(answer);
       return undefined;
@@ -268,7 +275,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
         },
         (error: unknown) => {
           this.#settled(call, error ?? new Error('action rejected with undefined'), undefined);
-          return this.#fail('error', args, error);
+          return this.#fallback.answer('error', args, error);
         },
       );
     }
@@ -332,7 +339,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (call.is(CallFlag.ANSWERED)) return;
     call.mark(CallFlag.ANSWERED);
     if (error === undefined) call.resolve(value);
-    else call.resolve(this.#fail('error', call.args as A, error));
+    else call.resolve(this.#fallback.answer('error', call.args as A, error));
   }
 
   /**
@@ -353,28 +360,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     call.mark(CallFlag.ANSWERED);
     call._abort(error);
     this.#circuit.failure(call, error);
-    call.resolve(this.#fail('timeout', call.args as A, error));
-  }
-
-  /**
-   * Answers a call that did not succeed: the fallback's result, or `error` without a fallback. A
-   * fallback that returns is counted in the circuit's `fallbacks` (as opossum's own fallback is).
-   */
-  #fail(reason: FallbackReason, args: A, error: unknown): Promise<R> {
-    const fallback = this.#fallback;
-    const listened = this.listenerCount('fallback') > 0;
-    if (fallback === undefined && !listened) return Promise.reject(error);
-    const cause = { reason, error } as FallbackCause;
-    if (listened) this._emitSafely('fallback', cause);
-    if (fallback === undefined) return Promise.reject(error);
-    let result: R | PromiseLike<R>;
-    try {
-      result = fallback(cause, ...args);
-    } catch (fallbackError) {
-      return Promise.reject(fallbackError);
-    }
-    this.#circuit.fallback(result, error);
-    return Promise.resolve(result);
+    call.resolve(this.#fallback.answer('timeout', call.args as A, error));
   }
 
   /**

@@ -302,19 +302,25 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 
-  test('a shared limiter that grants a queued call after shutdown gets its permit straight back', async () => {
+  // issue 10: nothing left behind on close — shutdown takes the guard's calls out of a shared limiter's queue
+  test('shutdown takes calls still queued in a shared limiter out of its queue and answers them SHUTDOWN', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock });
     const outside = await limiter.acquire();
     const g = guard(async () => 'ran', { ...shared, limiter });
     let ran = false;
-    const queued = g.fire().then(
-      () => (ran = true),
-      (e: unknown) => e,
+    const queued = [1, 2].map(() =>
+      g.fire().then(
+        () => (ran = true),
+        (e: unknown) => e,
+      ),
     );
-    await g.shutdown(); // a shared limiter is not closed: the call stays queued
-    expect(limiter.queued).toBe(1);
+    expect(limiter.queued).toBe(2);
+    await g.shutdown(); // a shared limiter is not closed, but the guard's calls leave its queue
+    expect(limiter.queued).toBe(0);
+    for (const answer of await Promise.all(queued))
+      expect(answer).toMatchObject({ code: 'SHUTDOWN' });
     outside.success();
-    expect(await queued).toMatchObject({ code: 'SHUTDOWN' });
+    await flush();
     expect(ran).toBe(false);
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
   });
