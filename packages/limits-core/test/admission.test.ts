@@ -44,6 +44,7 @@ class Host extends EventEmitter<LimiterEvents> {
       { classify: undefined, onError() {} },
       undefined,
       undefined,
+      undefined,
     );
     const grants = {
       fits: (cost: number) => this.inflight + cost <= this.capacity,

@@ -16,7 +16,7 @@ const owner = { _abortWaiter: () => false, _release() {} };
  */
 function waiter(tenant: string, charge: number, budget = 100_000): Waiter {
   const extras = new WaiterExtras();
-  const w = new Waiter(owner, 1, 0, () => {}, extras, undefined);
+  const w = new Waiter(owner, 1, 0, () => {}, extras);
   const entry = new SelectorEntry(w, tenant, 0, charge);
   let reads = 0;
   Object.defineProperty(entry, 'charge', {

@@ -10,7 +10,7 @@ import { Waiter } from './support/Waiter.js';
 const owner = { _abortWaiter: () => false, _release() {} };
 function waiter(tenant: string, charge: number): Waiter {
   const extras = new WaiterExtras();
-  const w = new Waiter(owner, 1, 0, () => {}, extras, undefined);
+  const w = new Waiter(owner, 1, 0, () => {}, extras);
   extras.sel = new SelectorEntry(w, tenant, 0, charge);
   return w;
 }

@@ -43,7 +43,7 @@ function setup(capacity: number, options: Partial<WaitQueueOptions> = {}) {
   const queue = new WaitQueue({ ...FIFO, ...options }, time, service, host, handOver);
   const settled: unknown[] = [];
   const add = (name: string, cost = 1, extras?: WaiterExtras) => {
-    const w = new Waiter(owner, cost, clock.now(), (v) => settled.push(v), extras, undefined);
+    const w = new Waiter(owner, cost, clock.now(), (v) => settled.push(v), extras);
     names.set(w, name);
     queue.add(w, clock.now(), undefined);
     return w;

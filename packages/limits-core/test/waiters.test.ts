@@ -12,7 +12,7 @@ import { deferred, FakeClock, flush } from './support/FakeClock.js';
 import { Waiter } from './support/Waiter.js';
 
 const owner = { _abortWaiter: () => false, _release() {} };
-const waiter = (extras?: WaiterExtras) => new Waiter(owner, 1, 0, () => {}, extras, undefined);
+const waiter = (extras?: WaiterExtras) => new Waiter(owner, 1, 0, () => {}, extras);
 
 /** The list's waiters, oldest first. */
 function contents(list: WaiterList): Waiter[] {

@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'eventemitter3';
+import type { LimitExceededError } from '../errors/LimitExceededError.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { Permit, PermitOwner } from '../permit/Permit.js';
@@ -14,7 +15,7 @@ import { Refusals } from './Refusals.js';
 import type { ResolvedOptions } from './resolveOptions.js';
 import type { ServiceTime } from './ServiceTime.js';
 import type { TaskRunner } from './TaskRunner.js';
-import { PromiseWaiter, RequestWaiter } from './waiters.js';
+import { AcquireWaiter, RequestWaiter, RunWaiter } from './waiters.js';
 
 /** @internal The limiter as its admission sees it: the waiters' owner, its events and counters. */
 export interface AdmissionHost extends WaiterOwner, PermitOwner, EventEmitter<LimiterEvents> {
@@ -212,19 +213,25 @@ export class Admission {
     const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
     let promise: Promise<unknown> | undefined;
     let waiter: Waiter;
-    if (request === undefined) {
-      // One shared executor instead of a closure (and its context) per queued call.
-      promise = this.#capture.promise();
-      waiter = new PromiseWaiter(host, cost, now, this.#capture.take(), extras, task);
-    } else {
+    // One shared executor instead of a closure (and its context) per queued call.
+    const capture = this.#capture;
+    if (request !== undefined) {
       waiter = new RequestWaiter(host, cost, now, request, extras);
+    } else if (task === undefined) {
+      promise = capture.promise();
+      waiter = new AcquireWaiter(host, cost, now, capture.take(), extras);
+    } else {
+      promise = capture.promise();
+      const reject = capture.takeReject();
+      waiter = new RunWaiter(host, cost, now, capture.take(), reject, extras, task);
     }
     try {
       queue.add(waiter, now, options);
     } catch (error) {
       // Nothing changed (a user's estimator or fairness quantum function threw).
       if (request !== undefined) throw error;
-      (waiter as PromiseWaiter).resolve(Promise.reject(error));
+      // The caller's promise rejects with that error (any error: `_refused` only passes it on).
+      waiter._refused(error as LimitExceededError);
       return promise;
     }
     if (request !== undefined) request.queued?.(waiter);

@@ -22,6 +22,7 @@ import type {
   LimiterSnapshot,
 } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
+import { PlainRuns } from './PlainRuns.js';
 import type { Refusals } from './Refusals.js';
 import { resolveOptions } from './resolveOptions.js';
 import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
@@ -50,6 +51,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #admission: Admission;
   readonly #refusals: Refusals;
   readonly #runner: TaskRunner;
+  readonly #plain: PlainRuns | undefined;
   readonly #gate: CapacityGate | undefined;
   /** A cost of 1 can be admitted (`maxCost` ≥ 1; else admission refuses it as `too_large`). */
   readonly #unitFits: boolean;
@@ -77,7 +79,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
     const capture = new PromiseCapture();
     const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
-    const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks);
+    // The plain path of run() needs an algorithm that learns nothing from an untimed call: a drop
+    // of an adaptive one is fed with its in-flight count, which only a permit carries.
+    const plain = o.adaptive
+      ? undefined
+      : new PlainRuns(hooks, (outcome) => this.#releaseUnit(outcome));
+    this.#plain = plain;
+    const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks, plain);
     this.#runner = runner;
     const grants = {
       fits: (cost: number) => this.#fits(cost),
@@ -85,10 +93,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
       grant: (w: Waiter, now: number) => {
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
-        this.#grant(w.cost, waitedMs, w.deadline !== Infinity, now, w);
+        this.#grant(w.cost, waitedMs, this.#timed(w.deadline !== Infinity), now, w);
       },
       grantNew: (cost: number, timeBound: boolean, now: number) =>
-        this.#grant(cost, 0, timeBound, now, undefined),
+        this.#grant(cost, 0, this.#timed(timeBound), now, undefined),
     };
     const service = feed.service;
     this.#admission = new Admission(this, o, time, service, capture, runner, this.#leaks, grants);
@@ -183,14 +191,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    */
   #grantOne(): Permit | undefined {
     if (this.#closed || this.#queue.size > 0 || !this.#unitFits || !this.#fits(1)) return undefined;
-    return this.#grant(1, 0, false, Number.NaN, undefined);
+    return this.#grant(1, 0, this.#timed(false), Number.NaN, undefined);
   }
 
   /**
    * Runs `task` under a permit: acquires (waiting if the queue allows), calls `task(signal)`, times
    * it, and releases when the task's promise really settles, even after the caller gave up on it.
    * The outcome comes from `classify` (default: resolved → success, timeout/abort error → dropped,
-   * other error → ignore). A task that throws synchronously never started: its permit is returned at
+   * other error → failure). A task that throws synchronously never started: its permit is returned at
    * once with `ignore`.
    *
    * A time budget (`timeoutMs` or `deadline`) is end to end: refused at admission when it cannot be
@@ -208,7 +216,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(taskError(task));
     if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
-      const permit = this.#grant(1, 0, false, Number.NaN, undefined);
+      const timed = this.#timed(false);
+      const plain = this.#plain;
+      if (plain !== undefined && !timed) {
+        this.#count(1, 0, false);
+        return plain.run(task) as Promise<T>;
+      }
+      const permit = this.#grant(1, 0, timed, Number.NaN, undefined);
       return runUnderPermit(permit, task, NEVER_ABORTED, this.#runner.hooks);
     }
     // A queued run carries its task in the waiter, which starts it when granted: one promise and no
@@ -245,6 +259,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   /** @internal Called by a permit, once. */
   _release(permit: Permit, outcome: Outcome): void {
     this.#release(permit.cost, permit.startTime, permit.inflight, outcome);
+  }
+
+  /** Releases one untimed unit of a plain run (see {@link PlainRuns}). */
+  #releaseUnit(outcome: Outcome): void {
+    this.#release(1, Number.NaN, 0, outcome);
   }
 
   #release(cost: number, startTime: number, inflight: number, outcome: Outcome): void {
@@ -286,38 +305,41 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
   }
 
+  /** Whether a grant is timed: see LimitFeed.timed; and every call while someone listens to 'release' (it reports rtt). */
+  #timed(hasDeadline: boolean): boolean {
+    return this.#feed.timed(hasDeadline) || listeners(this).release !== undefined;
+  }
+
   /**
    * Takes `cost` units and returns the permit: `waiter` itself when a queued waiter is served, else a
-   * new one. `waitedMs`: time queued (`NaN`: not measured); `hasDeadline`: the call is timed (deadline
-   * checks need the data); `known`: the clock, if the caller just read it (`NaN` otherwise).
+   * new one. `waitedMs`: time queued (`NaN`: not measured); `timed`: from `#timed`; `known`: the
+   * clock, if the caller just read it (`NaN` otherwise).
    */
   #grant(
     cost: number,
     waitedMs: number,
-    hasDeadline: boolean,
+    timed: boolean,
     known: number,
     waiter: Waiter | undefined,
   ): Permit {
+    const startTime = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
+    const inflight = this.#count(cost, waitedMs, timed);
+    if (waiter === undefined) return new Permit(this, cost, startTime, inflight);
+    waiter.granted(startTime, inflight);
+    return waiter;
+  }
+
+  /** Counts `cost` units as taken; returns the in-flight units the permit records. */
+  #count(cost: number, waitedMs: number, timed: boolean): number {
     this.#inflight += cost;
     this.#permits++;
-    // Timed: see LimitFeed.timed; and every call while someone listens to 'release' (it reports rtt).
-    const timed = this.#feed.timed(hasDeadline) || listeners(this).release !== undefined;
     const gate = this.#gate;
     gate?.granted(cost);
-    const inflight = gate === undefined ? this.#inflight : gate.inflight();
-    const startTime = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
-    let permit: Permit;
-    if (waiter === undefined) {
-      permit = new Permit(this, cost, startTime, inflight);
-    } else {
-      waiter.granted(startTime, inflight);
-      permit = waiter;
-    }
     if (timed) this.#feed.stall?.arm();
     if (listeners(this).acquire !== undefined) {
       const capacity = this.#capacity;
       emitSafely(this, 'acquire', { cost, inflight: this.#inflight, capacity, waitedMs });
     }
-    return permit;
+    return gate === undefined ? this.#inflight : gate.inflight();
   }
 }

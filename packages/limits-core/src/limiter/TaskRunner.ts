@@ -5,6 +5,7 @@ import type { Permit } from '../permit/Permit.js';
 import type { GrantHost, Waiter } from '../queue/Waiter.js';
 import type { LeakTracker } from './LeakTracker.js';
 import type { AcquireOptions } from './options.js';
+import type { PlainRuns } from './PlainRuns.js';
 import {
   NEVER_ABORTED,
   type RunHooks,
@@ -15,7 +16,8 @@ import {
 
 /**
  * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
- * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path, or with a time
+ * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path
+ * ({@link PlainRuns}, or `runUnderPermit` for a timed or classified call), or with a time
  * budget or a caller signal the task's scope (its own signal, the deadline timer) set up by
  * `runBudgeted`; and with a cost estimator, what each kind of call really cost fed back to it.
  */
@@ -26,6 +28,8 @@ export class TaskRunner implements GrantHost {
   readonly #leaks: LeakTracker | undefined;
   /** The hooks of a call without a kind (classify, listener errors). */
   readonly hooks: RunHooks;
+  /** The plain path (see {@link PlainRuns}), when the limiter's algorithm allows it. */
+  readonly plain: PlainRuns | undefined;
 
   constructor(
     time: MonotonicTime,
@@ -33,12 +37,14 @@ export class TaskRunner implements GrantHost {
     hooks: RunHooks,
     estimator: CostEstimator | undefined,
     leaks: LeakTracker | undefined,
+    plain: PlainRuns | undefined,
   ) {
     this.#time = time;
     this.#capture = capture;
     this.hooks = hooks;
     this.#estimator = estimator;
     this.#leaks = leaks;
+    this.plain = plain;
   }
 
   /** Leak-tracks a permit handed to an `acquire()` caller (when leak tracking is on). */
@@ -63,14 +69,19 @@ export class TaskRunner implements GrantHost {
     return promise;
   }
 
-  /** Starts a queued `run()`'s task under its granted waiter; the result settles it through `resolve`. */
+  /** Starts a queued `run()`'s task under its granted waiter; the result settles its caller's promise. */
   startQueued(
     w: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
+    reject: (error: unknown) => void,
     known: number,
   ): void {
     const options = w.options as AcquireOptions | undefined;
+    if (options === undefined && this.plain !== undefined && Number.isNaN(w.startTime)) {
+      this.plain.runQueued(w, task, resolve, reject);
+      return;
+    }
     const signal = options?.signal;
     const deadline = w.deadline;
     if (signal === undefined && deadline === Infinity) {

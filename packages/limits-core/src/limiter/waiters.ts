@@ -4,15 +4,12 @@ import { type GrantHost, Waiter, type WaiterExtras, type WaiterOwner } from '../
 import type { PermitRequest } from './PermitRequest.js';
 
 /**
- * @internal A queued `acquire()` (no task) or `run()` (with its task): settles the caller's promise.
- * It keeps only the promise's resolve function (a refusal resolves it with a rejected promise). A
- * queued run carries its task here and starts it when granted: one promise and no closure per call.
+ * @internal A queued `acquire()`: resolves the caller's promise with itself (the permit) when granted;
+ * a refusal resolves it with a rejected promise (it keeps only the resolve function).
  */
-export class PromiseWaiter extends Waiter {
-  /** The caller promise's resolve function (called with the permit, the task's result, or a rejection). */
+export class AcquireWaiter extends Waiter {
+  /** The caller promise's resolve function (called with the permit, or a rejection). */
   readonly resolve: (value: unknown) => void;
-  /** For `run`: the task to start under the permit once granted. */
-  readonly task: ((signal: AbortSignal) => unknown) | undefined;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
@@ -20,24 +17,54 @@ export class PromiseWaiter extends Waiter {
     enqueuedAt: number,
     resolve: (value: unknown) => void,
     extras: WaiterExtras | undefined,
-    task: ((signal: AbortSignal) => unknown) | undefined,
   ) {
     super(owner, cost, enqueuedAt, extras);
     this.resolve = resolve;
-    this.task = task;
   }
 
-  _granted(host: GrantHost, now: number): void {
-    if (this.task === undefined) {
-      host.track(this);
-      this.resolve(this);
-    } else {
-      host.startQueued(this, this.task, this.resolve, now);
-    }
+  _granted(host: GrantHost): void {
+    host.track(this);
+    this.resolve(this);
   }
 
   _refused(error: LimitExceededError): void {
     this.resolve(Promise.reject(error));
+  }
+}
+
+/**
+ * @internal A queued `run()`: carries its task and starts it when granted (one promise and no
+ * closure per queued call); the task's result settles the caller's promise.
+ */
+export class RunWaiter extends Waiter {
+  /** The caller promise's resolve function. */
+  readonly resolve: (value: unknown) => void;
+  /** The caller promise's reject function. */
+  readonly reject: (error: unknown) => void;
+  /** The task to start under the permit once granted. */
+  readonly task: (signal: AbortSignal) => unknown;
+
+  constructor(
+    owner: WaiterOwner & PermitOwner,
+    cost: number,
+    enqueuedAt: number,
+    resolve: (value: unknown) => void,
+    reject: (error: unknown) => void,
+    extras: WaiterExtras | undefined,
+    task: (signal: AbortSignal) => unknown,
+  ) {
+    super(owner, cost, enqueuedAt, extras);
+    this.resolve = resolve;
+    this.reject = reject;
+    this.task = task;
+  }
+
+  _granted(host: GrantHost, now: number): void {
+    host.startQueued(this, this.task, this.resolve, this.reject, now);
+  }
+
+  _refused(error: LimitExceededError): void {
+    this.reject(error);
   }
 }
 

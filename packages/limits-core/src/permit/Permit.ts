@@ -92,6 +92,11 @@ export class Permit {
     Permit.#settle(this, 'ignore');
   }
 
+  /** @internal Marks the permit released without reporting (its units are released elsewhere). */
+  static _detach(permit: Permit): void {
+    permit.#owner = undefined;
+  }
+
   /**
    * @internal Routes the permit's release through `owner` (leak tracking's record, which forwards to
    * the limiter). Does nothing once released.

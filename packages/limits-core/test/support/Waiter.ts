@@ -1,10 +1,10 @@
-import { PromiseWaiter } from '../../src/limiter/waiters.js';
+import { AcquireWaiter } from '../../src/limiter/waiters.js';
 import type { Waiter as QueueWaiter } from '../../src/queue/Waiter.js';
 
 /**
  * A waiter for the queue's unit tests (list, heap, selectors): `new Waiter(owner, cost, enqueuedAt,
- * resolve, extras, task)` builds the kind `acquire()` and `run()` queue; as a type it is the queue's
+ * resolve, extras)` builds the kind `acquire()` queues; as a type it is the queue's
  * contract, which every kind of waiter implements.
  */
-export const Waiter = PromiseWaiter;
+export const Waiter = AcquireWaiter;
 export type Waiter = QueueWaiter;
