@@ -24,7 +24,7 @@ describe('run() on the plain path (fixed limit, no options)', () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10 });
     await expect(limiter.run(() => 7)).resolves.toBe(7);
     // biome-ignore lint/suspicious/noThenProperty: a task may return a thenable that is not a promise
-    const thenable = { then: (ok: (v: number) => void) => ok(8) };
+    const thenable = { then: (ok: (v: number) => void) => ok(8) } as PromiseLike<number>;
     await expect(limiter.run(() => thenable)).resolves.toBe(8);
     await expect(limiter.run(() => Promise.reject(new Error('x')))).rejects.toThrow('x');
     await expect(limiter.run(() => Promise.reject(undefined))).rejects.toBeUndefined();

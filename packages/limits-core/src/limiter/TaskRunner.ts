@@ -74,12 +74,12 @@ export class TaskRunner implements GrantHost {
     w: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
-    reject: (error: unknown) => void,
+    reject: ((error: unknown) => void) | undefined,
     known: number,
   ): void {
     const options = w.options as AcquireOptions | undefined;
-    if (options === undefined && this.plain !== undefined && Number.isNaN(w.startTime)) {
-      this.plain.runQueued(w, task, resolve, reject);
+    if (options === undefined && reject !== undefined && Number.isNaN(w.startTime)) {
+      (this.plain as PlainRuns).runQueued(w, task, resolve, reject);
       return;
     }
     const signal = options?.signal;

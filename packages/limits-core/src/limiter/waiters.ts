@@ -39,8 +39,8 @@ export class AcquireWaiter extends Waiter {
 export class RunWaiter extends Waiter {
   /** The caller promise's resolve function. */
   readonly resolve: (value: unknown) => void;
-  /** The caller promise's reject function. */
-  readonly reject: (error: unknown) => void;
+  /** The caller promise's reject function (kept only when the plain path may run the task). */
+  readonly reject: ((error: unknown) => void) | undefined;
   /** The task to start under the permit once granted. */
   readonly task: (signal: AbortSignal) => unknown;
 
@@ -49,7 +49,7 @@ export class RunWaiter extends Waiter {
     cost: number,
     enqueuedAt: number,
     resolve: (value: unknown) => void,
-    reject: (error: unknown) => void,
+    reject: ((error: unknown) => void) | undefined,
     extras: WaiterExtras | undefined,
     task: (signal: AbortSignal) => unknown,
   ) {
@@ -64,7 +64,8 @@ export class RunWaiter extends Waiter {
   }
 
   _refused(error: LimitExceededError): void {
-    this.reject(error);
+    if (this.reject === undefined) this.resolve(Promise.reject(error));
+    else this.reject(error);
   }
 }
 

@@ -13,7 +13,7 @@ export interface GrantHost {
     waiter: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
-    reject: (error: unknown) => void,
+    reject: ((error: unknown) => void) | undefined,
     now: number,
   ): void;
 }
