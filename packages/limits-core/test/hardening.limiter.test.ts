@@ -81,6 +81,32 @@ describe('bad acquire input is refused before anything changes', () => {
     await expect(limiter.close({ timeoutMs: 0 })).resolves.toBeDefined();
   });
 
+  // issue 10 (run() without an async frame): a plug-in's error while reporting must not keep the permit
+  test("a cost estimator whose observe() throws is reported on 'error' and the run's permit still goes back", async () => {
+    const bug = new Error('observe bug');
+    class Failing extends CostEstimator {
+      override observe(): void {
+        throw bug;
+      }
+    }
+    const limiter = new Limiter({
+      limit: 2,
+      maxQueued: 10,
+      fairness: { estimator: new Failing() },
+    });
+    const errors: unknown[] = [];
+    limiter.on('error', (e) => errors.push(e));
+    await expect(limiter.run(async () => 'at once', { tenant: 'a', kind: 'k' })).resolves.toBe(
+      'at once',
+    );
+    const held = [limiter.tryAcquire(), limiter.tryAcquire()] as Permit[];
+    const queued = limiter.run(async () => 'queued', { tenant: 'a', kind: 'k' });
+    for (const p of held) p.success();
+    await expect(queued).resolves.toBe('queued');
+    expect(errors).toEqual([bug, bug]);
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0, queued: 0 });
+  });
+
   // issue 9, finding 1
   test('a cost estimator that throws leaves no waiter queued', async () => {
     class Failing extends CostEstimator {
