@@ -222,10 +222,7 @@ export class Admission {
       waiter = new AcquireWaiter(host, cost, now, capture.take(), extras);
     } else {
       promise = capture.promise();
-      // The reject function only for the plain path (it follows the task's promise with both); a
-      // queued waiter that keeps it alive too costs the scavenger measurably (Vegas, 10,000 queued).
-      const reject = this.#runner.plain === undefined ? undefined : capture.takeReject();
-      waiter = new RunWaiter(host, cost, now, capture.take(), reject, extras, task);
+      waiter = new RunWaiter(host, cost, now, capture.take(), extras, task);
     }
     try {
       queue.add(waiter, now, options);

@@ -8,7 +8,7 @@ import { NEVER_ABORTED, type RunHooks } from './runUnderPermit.js';
  * nothing from an untimed call (a fixed limit). Such a call's release needs nothing from its permit
  * but the outcome, so one pair of reaction functions serves every call: the task's own promise gets
  * them (`then(ok, fail)`), no promise or closure is made per call, and the caller gets the task's
- * promise itself (for a queued call, its promise follows the task's through one more `then`).
+ * promise itself (a queued caller's promise is resolved with it).
  * Reactions run in the order they were added, so the permit is back before the caller resumes.
  */
 export class PlainRuns {
@@ -46,18 +46,17 @@ export class PlainRuns {
     waiter: Permit,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
-    reject: (error: unknown) => void,
   ): void {
     // The waiter is spent: the shared reactions release its unit.
     Permit._detach(waiter);
     const promise = this.#start(task);
     if (promise !== undefined) {
-      promise.then(resolve, reject);
+      resolve(promise);
       return;
     }
     const thrown = this.#thrown;
     this.#thrown = undefined;
-    reject(thrown);
+    resolve(Promise.reject(thrown));
   }
 
   #start(task: (signal: AbortSignal) => unknown): Promise<unknown> | undefined {

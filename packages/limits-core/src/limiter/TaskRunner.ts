@@ -74,12 +74,12 @@ export class TaskRunner implements GrantHost {
     w: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
-    reject: ((error: unknown) => void) | undefined,
     known: number,
   ): void {
     const options = w.options as AcquireOptions | undefined;
-    if (options === undefined && reject !== undefined && Number.isNaN(w.startTime)) {
-      (this.plain as PlainRuns).runQueued(w, task, resolve, reject);
+    const plain = this.plain;
+    if (options === undefined && plain !== undefined && Number.isNaN(w.startTime)) {
+      plain.runQueued(w, task, resolve);
       return;
     }
     const signal = options?.signal;

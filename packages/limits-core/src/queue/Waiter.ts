@@ -8,12 +8,11 @@ import { Permit, type PermitOwner } from '../permit/Permit.js';
 export interface GrantHost {
   /** Leak-tracks a permit handed to a caller. */
   track(permit: Permit): void;
-  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`/`reject`. */
+  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
   startQueued(
     waiter: Waiter,
     task: (signal: AbortSignal) => unknown,
     resolve: (value: unknown) => void,
-    reject: ((error: unknown) => void) | undefined,
     now: number,
   ): void;
 }
