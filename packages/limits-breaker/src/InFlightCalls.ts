@@ -1,6 +1,7 @@
 import type { Clock, Permit } from 'limits-core';
 import { type Call, CallFlag } from './Call.js';
 import { CallList } from './CallList.js';
+import type { FireClock } from './FireClock.js';
 import { TimeoutList } from './TimeoutList.js';
 
 /**
@@ -12,6 +13,7 @@ export class InFlightCalls {
   /** (A list of its own rather than a subclass: the list's methods stay monomorphic.) */
   readonly #list = new CallList();
   readonly #clock: Clock;
+  readonly #fireClock: FireClock | undefined;
   /** `undefined` without a timeout. */
   readonly #timeouts: TimeoutList | undefined;
   /**
@@ -26,8 +28,10 @@ export class InFlightCalls {
    */
   #lastStart = -Infinity;
 
-  constructor(clock: Clock, timeoutMs: number | false) {
+  /** @param fireClock - the own limiter's clock, primed at each `budget()`. */
+  constructor(clock: Clock, timeoutMs: number | false, fireClock: FireClock | undefined) {
     this.#clock = clock;
+    this.#fireClock = fireClock;
     this.#timeouts = timeoutMs === false ? undefined : new TimeoutList(clock, timeoutMs);
   }
 
@@ -35,6 +39,7 @@ export class InFlightCalls {
    * With a timeout only, at `fire()`: the call's budget starts now (its one clock read, which is also
    * its start time if it is granted at once) and it enters the timeout list, whatever the limiter
    * answers next.
+   * Primes the own limiter's `FireClock` with that reading.
    */
   budget(call: Call): void {
     const now = this.#clock.now();
@@ -43,6 +48,7 @@ export class InFlightCalls {
     call.fired = fired;
     call.start = fired;
     (this.#timeouts as TimeoutList).add(call);
+    this.#fireClock?.prime(now);
   }
 
   /**

@@ -19,6 +19,7 @@ import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
 import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
 import { Fallback } from './Fallback.js';
+import { FireClock } from './FireClock.js';
 import { GuardEmitter } from './GuardEmitter.js';
 import { InFlightCalls } from './InFlightCalls.js';
 import { isThenable } from './isThenable.js';
@@ -48,6 +49,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   readonly #acquire: AcquireOptions | undefined;
   readonly #timeoutMs: number | false;
   readonly #clock: Clock;
+  readonly #fireClock: FireClock | undefined; // the own limiter's, with a `timeoutMs`
   readonly #latency: LatencyWindow;
   readonly #ownsLimiter: boolean;
   /** Calls in flight. */
@@ -55,10 +57,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   /** Calls waiting in the limiter's queue. */
   readonly #queued = new QueuedCalls();
   #shut = false;
-  /**
-   * The answer of a call the limiter refused at admission, inside `acquireWith` (taken at once by
-   * `fire`, which had no promise for that caller yet).
-   */
+  /** The answer of a call refused at admission, inside `acquireWith` (taken at once by `fire`). */
   #refusal: Promise<R> | undefined = undefined;
   /** The resolve function `#capture` just received (taken at once). */
   #captured: ((value: unknown) => void) | undefined = undefined;
@@ -83,7 +82,8 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#clock = o.clock ?? systemClock;
     this.#timeoutMs = o.timeoutMs;
     this.#ownsLimiter = o.limiter === undefined;
-    this.limiter = o.limiter ?? ownLimiter(o);
+    this.#fireClock = FireClock.forOwnLimiter(o, this.#clock);
+    this.limiter = o.limiter ?? ownLimiter(o, this.#fireClock ?? o.clock);
     const circuit = new OpossumCircuit(this, o);
     this.#circuit = circuit;
     this.breaker = circuit.breaker;
@@ -93,7 +93,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       () => this.listenerCount('fallback') > 0,
       (cause) => this._emitSafely('fallback', cause),
     );
-    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs);
+    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.#fireClock);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
 
@@ -124,6 +124,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (this.#timeoutMs !== false) this.#calls.budget(call);
     // (The `acquire` option was checked at construction: this does not throw.)
     const permit = this.limiter.acquireWith(call, this.#acquire);
+    this.#fireClock?.unprime();
     if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
     const refusal = this.#refusal;
     if (refusal !== undefined) {
@@ -175,6 +176,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * only in its own HALF_OPEN episode.
    */
   _refused(call: Call, error: LimitExceededError): void {
+    this.#fireClock?.unprime(); // (the fallback may run next)
     this.#queued.leave(call);
     this.#calls.untime(call);
     this.#circuit.endTrial(call);

@@ -293,16 +293,17 @@ export function checkBreaker(breaker: unknown): OpossumBreaker {
 
 /**
  * @internal The guard's own limiter (when no `limiter` is given); it checks its options itself and
- * starts no timer until used.
+ * starts no timer until used. `clock`: its clock (the guard's, possibly as a `FireClock`), unless
+ * `limit.clock` gives one.
  */
-export function ownLimiter(o: CheckedOptions): Limiter {
+export function ownLimiter(o: CheckedOptions, clock: Clock | undefined): Limiter {
   return new Limiter({
     limit: new VegasLimit(),
     probeSlots: o.probeSlots,
     // The guard completes every permit it takes (no user code holds one), so its own limiter needs
     // no leak tracking; `limit: { trackLeaks }` still overrides it.
     trackLeaks: 'off',
-    ...(o.clock === undefined ? {} : { clock: o.clock }),
+    ...(clock === undefined ? {} : { clock }),
     ...o.limit,
   });
 }
