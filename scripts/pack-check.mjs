@@ -143,7 +143,7 @@ const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 50 }), probeSlot
 const fixed = new Limiter({ limit: halving });
 
 export async function once(): Promise<number> {
-  const permit: Permit = await limiter.acquire({ timeout: 100 });
+  const permit: Permit = await limiter.acquire({ timeoutMs: 100 });
   try {
     return permit.cost;
   } finally {
@@ -175,7 +175,7 @@ import { guard } from 'limits-breaker';
 import { createRequire } from 'node:module';
 
 const limiter = new Limiter({ limit: 2 });
-const g = guard(async (_ctx, x) => x * 2, { limiter, timeout: 1000 });
+const g = guard(async (_ctx, x) => x * 2, { limiter, timeoutMs: 1000 });
 const answer = await g.fire(21);
 if (answer !== 42) throw new Error('guarded call answered ' + answer);
 const held = limiter.tryAcquire();
