@@ -169,7 +169,50 @@ export class Admission {
       }
       return this.#runner.start(permit, task, options, deadline, now);
     }
+    if (options === undefined && queue.selector === undefined)
+      return this.#enqueuePlain(task, request);
     return this.#enqueue(cost, now, deadline, options, task, request);
+  }
+
+  /**
+   * {@link Admission.#enqueue} for a request without options (cost 1, no bytes, deadline or signal)
+   * and a queue without a selector: the same checks and effects, without the branches that cannot
+   * apply (no extras, no deadline-aware admission, and `queue.add` cannot throw).
+   */
+  #enqueuePlain(
+    task: ((signal: AbortSignal) => unknown) | undefined,
+    request: PermitRequest | undefined,
+  ): unknown {
+    const queue = this.queue;
+    const maxQueued = this.#maxQueued;
+    if (maxQueued === 0 || queue.size >= maxQueued || queue.queuedBytes > this.#maxQueuedBytes) {
+      return this.#enqueue(1, Number.NaN, Infinity, undefined, task, request);
+    }
+    const now = this.#time.now();
+    const host = this.#host;
+    const capture = this.#capture;
+    let promise: Promise<unknown> | undefined;
+    let waiter: Waiter;
+    if (request !== undefined) {
+      waiter = new RequestWaiter(host, 1, now, request, undefined);
+    } else if (task === undefined) {
+      promise = capture.promise();
+      waiter = new AcquireWaiter(host, 1, now, capture.take(), undefined);
+    } else {
+      promise = capture.promise();
+      waiter = new RunWaiter(host, 1, now, capture.take(), undefined, task);
+    }
+    queue.add(waiter, now, undefined);
+    if (request !== undefined) request.queued?.(waiter);
+    if (listeners(host).queue !== undefined) {
+      emitSafely(host, 'queue', {
+        cost: 1,
+        bytes: 0,
+        queued: queue.size,
+        queuedBytes: queue.queuedBytes,
+      });
+    }
+    return promise;
   }
 
   /**
