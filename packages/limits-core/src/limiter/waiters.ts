@@ -9,7 +9,7 @@ import type { PermitRequest } from './PermitRequest.js';
  */
 export class AcquireWaiter extends Waiter {
   /** The caller promise's resolve function (called with the permit, or a rejection). */
-  readonly resolve: (value: unknown) => void;
+  declare readonly resolve: (value: unknown) => void;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
@@ -42,9 +42,9 @@ export class RunWaiter extends Waiter {
    * one is kept: keeping the reject function too made each of 100,000 queued runs 60 bytes bigger
    * and doubled the scavenger's time with 10,000 queued.
    */
-  readonly resolve: (value: unknown) => void;
+  declare readonly resolve: (value: unknown) => void;
   /** The task to start under the permit once granted. */
-  readonly task: (signal: AbortSignal) => unknown;
+  declare readonly task: (signal: AbortSignal) => unknown;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
@@ -74,7 +74,7 @@ export class RunWaiter extends Waiter {
  * promise.
  */
 export class RequestWaiter extends Waiter {
-  readonly request: PermitRequest;
+  declare readonly request: PermitRequest;
 
   constructor(
     owner: WaiterOwner & PermitOwner,

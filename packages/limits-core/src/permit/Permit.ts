@@ -26,14 +26,14 @@ export interface PermitOwner {
  */
 export class Permit {
   /** Units of capacity this permit holds. */
-  readonly cost: number;
+  declare readonly cost: number;
   /**
    * When the permit was granted, in the limiter's time (its clock's ms, made monotonic: a clock that
    * jumped back reads lower), or `NaN` when the limiter does not time calls.
    */
-  readonly startTime: number;
+  declare readonly startTime: number;
   /** Units in flight right after this permit was granted, itself included. */
-  readonly inflight: number;
+  declare readonly inflight: number;
   #owner: PermitOwner | undefined;
 
   /**

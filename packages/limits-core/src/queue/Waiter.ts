@@ -67,14 +67,14 @@ export class WaiterExtras {
  */
 export abstract class Waiter extends Permit {
   /** Clock ms when it entered the queue. */
-  readonly enqueuedAt: number;
+  declare readonly enqueuedAt: number;
   /**
    * Bytes, deadline, signal, selector entry, run options, expiry-heap position; `undefined` when none
    * applies (created later if the waiter enters the expiry heap).
    */
-  extras: WaiterExtras | undefined;
+  declare extras: WaiterExtras | undefined;
   /** Index in the queue's list of waiters, -1 once out of it (served, expired, aborted, closed). */
-  slot = -1;
+  declare slot: number;
 
   constructor(
     owner: WaiterOwner & PermitOwner,
@@ -85,6 +85,7 @@ export abstract class Waiter extends Permit {
     super(owner, cost, Number.NaN, 0);
     this.enqueuedAt = enqueuedAt;
     this.extras = extras;
+    this.slot = -1;
   }
 
   /**
