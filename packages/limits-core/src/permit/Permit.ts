@@ -25,17 +25,15 @@ export interface PermitOwner {
  * ```
  */
 export class Permit {
-  // Fields are `declare`d and assigned in the constructor (no define-as-undefined first, no field
-  // initializer per class of the Permit → Waiter → *Waiter chain), except `startTime`: as a real
-  // class field (undefined first) V8 keeps it tagged, and a waiter's NaN is then the shared constant;
-  // a declared one (first store NaN) is a boxed double, one more heap object per queued request.
+  // Fields are `declare`d and assigned in the constructor: no define-as-undefined first, no field
+  // initializer per class of the Permit → Waiter → *Waiter chain. See Waiter for `startTime`.
   /** Units of capacity this permit holds. */
   declare readonly cost: number;
   /**
    * When the permit was granted, in the limiter's time (its clock's ms, made monotonic: a clock that
    * jumped back reads lower), or `NaN` when the limiter does not time calls.
    */
-  readonly startTime: number;
+  declare readonly startTime: number;
   /** Units in flight right after this permit was granted, itself included. */
   declare readonly inflight: number;
   #owner: PermitOwner | undefined;
