@@ -91,9 +91,7 @@ export abstract class Waiter extends Permit {
     extras: WaiterExtras | undefined,
     taggedStart: boolean,
   ) {
-    // A first store of `undefined`, replaced by NaN at once, makes the field tagged.
-    super(owner, cost, taggedStart ? (undefined as unknown as number) : Number.NaN, 0);
-    if (taggedStart) (this as { startTime: number }).startTime = Number.NaN;
+    super(owner, cost, Number.NaN, 0, !taggedStart);
     this.enqueuedAt = enqueuedAt;
     this.extras = extras;
     this.slot = -1;
