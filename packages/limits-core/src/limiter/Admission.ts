@@ -189,29 +189,10 @@ export class Admission {
       return this.#enqueue(1, Number.NaN, Infinity, undefined, task, request);
     }
     const now = this.#time.now();
-    const host = this.#host;
-    const capture = this.#capture;
-    let promise: Promise<unknown> | undefined;
-    let waiter: Waiter;
-    if (request !== undefined) {
-      waiter = new RequestWaiter(host, 1, now, request, undefined);
-    } else if (task === undefined) {
-      promise = capture.promise();
-      waiter = new AcquireWaiter(host, 1, now, capture.take(), undefined);
-    } else {
-      promise = capture.promise();
-      waiter = new RunWaiter(host, 1, now, capture.take(), undefined, task);
-    }
+    const promise = request === undefined ? this.#capture.promise() : undefined;
+    const waiter = this.#waiter(1, now, undefined, task, request);
     queue.add(waiter, now, undefined);
-    if (request !== undefined) request.queued?.(waiter);
-    if (listeners(host).queue !== undefined) {
-      emitSafely(host, 'queue', {
-        cost: 1,
-        bytes: 0,
-        queued: queue.size,
-        queuedBytes: queue.queuedBytes,
-      });
-    }
+    this.#announce(waiter, request, 1, 0);
     return promise;
   }
 
@@ -251,22 +232,10 @@ export class Admission {
     ) {
       return refusals.refuse(request, 'deadline', cost);
     }
-    const host = this.#host;
     const selective = queue.selector !== undefined;
     const extras = waiterExtras(bytes, deadline, options, task !== undefined, selective);
-    let promise: Promise<unknown> | undefined;
-    let waiter: Waiter;
-    // One shared executor instead of a closure (and its context) per queued call.
-    const capture = this.#capture;
-    if (request !== undefined) {
-      waiter = new RequestWaiter(host, cost, now, request, extras);
-    } else if (task === undefined) {
-      promise = capture.promise();
-      waiter = new AcquireWaiter(host, cost, now, capture.take(), extras);
-    } else {
-      promise = capture.promise();
-      waiter = new RunWaiter(host, cost, now, capture.take(), extras, task);
-    }
+    const promise = request === undefined ? this.#capture.promise() : undefined;
+    const waiter = this.#waiter(cost, now, extras, task, request);
     try {
       queue.add(waiter, now, options);
     } catch (error) {
@@ -276,15 +245,7 @@ export class Admission {
       waiter._refused(error as LimitExceededError);
       return promise;
     }
-    if (request !== undefined) request.queued?.(waiter);
-    if (listeners(host).queue !== undefined) {
-      emitSafely(host, 'queue', {
-        cost,
-        bytes,
-        queued: queue.size,
-        queuedBytes: queue.queuedBytes,
-      });
-    }
+    this.#announce(waiter, request, cost, bytes);
     // Work-conserving: a newcomer the selector puts first (a higher priority, a tenant's turn) that
     // fits starts now rather than at the next release. (FIFO and LIFO are decided at admission.)
     const grants = this.#grants;
@@ -296,6 +257,39 @@ export class Admission {
       waiter._granted(this.#runner, now);
     }
     return promise;
+  }
+
+  /**
+   * The waiter of a request about to be queued: the request's own, or for a promise caller one
+   * holding the resolve function of the promise `#capture.promise()` has just made (one shared
+   * executor instead of a closure and its context per queued call).
+   */
+  #waiter(
+    cost: number,
+    now: number,
+    extras: WaiterExtras | undefined,
+    task: ((signal: AbortSignal) => unknown) | undefined,
+    request: PermitRequest | undefined,
+  ): Waiter {
+    const host = this.#host;
+    if (request !== undefined) return new RequestWaiter(host, cost, now, request, extras);
+    if (task === undefined) return new AcquireWaiter(host, cost, now, this.#capture.take(), extras);
+    return new RunWaiter(host, cost, now, this.#capture.take(), extras, task);
+  }
+
+  /** A waiter entered the queue: its request gets its ticket, and `queue` listeners hear of it. */
+  #announce(waiter: Waiter, request: PermitRequest | undefined, cost: number, bytes: number): void {
+    if (request !== undefined) request.queued?.(waiter);
+    const host = this.#host;
+    if (listeners(host).queue !== undefined) {
+      const queue = this.queue;
+      emitSafely(host, 'queue', {
+        cost,
+        bytes,
+        queued: queue.size,
+        queuedBytes: queue.queuedBytes,
+      });
+    }
   }
 
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
