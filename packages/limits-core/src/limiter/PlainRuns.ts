@@ -1,6 +1,6 @@
-import { defaultClassify, type Outcome } from '../permit/outcome.js';
+import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
-import { NEVER_ABORTED, type RunHooks } from './runUnderPermit.js';
+import { NEVER_ABORTED, outcomeOf, type RunHooks } from './runUnderPermit.js';
 
 /**
  * @internal `run()` at its cheapest, as a hand-written semaphore does it: for a call without options
@@ -74,18 +74,9 @@ export class PlainRuns {
     return promise;
   }
 
-  /** The task settled: classify (a `classify` that throws is reported; the default decides) and release. */
+  /** The task settled: classify (see `outcomeOf`) and release. */
   #settled(error: unknown, value: unknown): void {
-    const classify = this.#hooks.classify;
-    let outcome: Outcome | undefined;
-    if (classify !== undefined) {
-      try {
-        outcome = classify(error, value);
-      } catch (classifyError) {
-        this.#hooks.onError(classifyError);
-      }
-    }
-    outcome ??= error === undefined ? 'success' : defaultClassify(error);
+    const outcome = outcomeOf(error, value, this.#hooks);
     try {
       this.#release(outcome);
     } catch (releaseError) {

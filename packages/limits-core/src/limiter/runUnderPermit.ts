@@ -257,6 +257,18 @@ function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks
   } catch (hookError) {
     hooks.onError(hookError);
   }
+  const outcome = outcomeOf(error, result, hooks);
+  if (outcome === 'success') permit.success();
+  else if (outcome === 'dropped') permit.dropped();
+  else if (outcome === 'failure') permit.failure();
+  else permit.ignore();
+}
+
+/**
+ * @internal How a settled task counts: the `classify` hook's answer (one that throws is reported and
+ * ignored), else {@link defaultClassify}. `error` is `undefined` when the task resolved.
+ */
+export function outcomeOf(error: unknown, result: unknown, hooks: RunHooks): Outcome {
   let outcome: Outcome | undefined;
   if (hooks.classify !== undefined) {
     try {
@@ -265,9 +277,5 @@ function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks
       hooks.onError(classifyError);
     }
   }
-  outcome ??= defaultClassify(error);
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
+  return outcome ?? defaultClassify(error);
 }
