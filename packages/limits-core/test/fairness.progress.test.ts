@@ -6,9 +6,9 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { flush } from './support/FakeClock.js';
-import { Waiter } from './support/Waiter.js';
+import { serveTenants, tenantOf, testOwner, Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter: () => false, _release() {} };
+const owner = testOwner;
 
 /**
  * A waiter whose charge is read through a getter that throws after `budget` reads, so a selector
@@ -28,18 +28,8 @@ function waiter(tenant: string, charge: number, budget = 100_000): Waiter {
   extras.sel = entry;
   return w;
 }
-const tenantOf = (w: Waiter) => w.sel?.tenant ?? '';
 
-function serve(drr: DeficitRoundRobin, n: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const w = drr.peek();
-    if (w === undefined) break;
-    out.push(tenantOf(w));
-    drr.served(w);
-  }
-  return out;
-}
+const serve = serveTenants;
 
 /** A custom algorithm without `maxLimit`: the limiter cannot know the largest charge. */
 function customLimit(limit: number): LimitAlgorithm {

@@ -5,29 +5,18 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
-import { Waiter } from './support/Waiter.js';
+import { serveTenants, tenantOf, testOwner, Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter: () => false, _release() {} };
+const owner = testOwner;
 function waiter(tenant: string, charge: number): Waiter {
   const extras = new WaiterExtras();
   const w = new Waiter(owner, 1, 0, () => {}, extras);
   extras.sel = new SelectorEntry(w, tenant, 0, charge);
   return w;
 }
-const tenantOf = (w: Waiter) => w.sel?.tenant ?? '';
 const chargeOf = (w: Waiter) => w.sel?.charge ?? 0;
 
-/** Serves `n` picks and returns the tenants in order. */
-function serve(drr: DeficitRoundRobin, n: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const w = drr.peek();
-    if (w === undefined) break;
-    out.push(tenantOf(w));
-    drr.served(w);
-  }
-  return out;
-}
+const serve = serveTenants;
 
 describe('deficit round robin', () => {
   test("seed 000's table: quantum A = 2, B = 4; A's heads cost 5, B's cost 2", () => {

@@ -8,9 +8,9 @@ import { type GrantHost, WaiterExtras } from '../src/queue/Waiter.js';
 import { WaitQueue } from '../src/queue/WaitQueue.js';
 import type { WaitQueueOptions } from '../src/queue/WaitQueueHost.js';
 import { FakeClock } from './support/FakeClock.js';
-import { Waiter } from './support/Waiter.js';
+import { testOwner, Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter: () => false, _release() {} };
+const owner = testOwner;
 const FIFO: WaitQueueOptions = {
   maxQueueWaitMs: Infinity,
   order: 'fifo',

@@ -9,9 +9,9 @@ import { ExpiryHeap } from '../src/queue/ExpiryHeap.js';
 import { WaiterExtras } from '../src/queue/Waiter.js';
 import { WaiterList } from '../src/queue/WaiterList.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
-import { Waiter } from './support/Waiter.js';
+import { testOwner, Waiter } from './support/Waiter.js';
 
-const owner = { _abortWaiter: () => false, _release() {} };
+const owner = testOwner;
 const waiter = (extras?: WaiterExtras) => new Waiter(owner, 1, 0, () => {}, extras);
 
 /** The list's waiters, oldest first. */
