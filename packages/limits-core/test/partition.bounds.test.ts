@@ -28,6 +28,22 @@ function scripted(limit: number, maxLimit: number | undefined) {
   return algo;
 }
 
+/**
+ * Partitions `a` (no reserve) and `b` (reserves 2) over a scripted total of 10 (maxLimit 10), on a
+ * fake clock with stall detection off; `b` queues up to `bQueued`.
+ */
+function shrinkable(bQueued = 5) {
+  const total = scripted(10, 10);
+  const clock = new FakeClock();
+  const b = new PartitionedLimiter({
+    limit: total,
+    clock,
+    stallThresholdMs: Infinity,
+    partitions: { a: { maxQueued: 5 }, b: { reserved: 2, maxQueued: bQueued } },
+  });
+  return { total, clock, b };
+}
+
 describe('PartitionedLimiter: what a partition can ever have', () => {
   // issue 9, finding 5
   test('a cost above reserved + maxBorrow is refused with too_large at once, not queued', async () => {
@@ -88,14 +104,7 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
 
   // issue 9, finding 5
   test('a job costlier than a shrunken total runs alone once its partition has nothing in flight', async () => {
-    const total = scripted(10, 10);
-    const clock = new FakeClock();
-    const b = new PartitionedLimiter({
-      limit: total,
-      clock,
-      stallThresholdMs: Infinity,
-      partitions: { a: { maxQueued: 5 }, b: { reserved: 2, maxQueued: 5 } },
-    });
+    const { total, clock, b } = shrinkable();
     const a = b.partition('a');
     const p1 = a.tryAcquire() as Permit;
     const p2 = a.tryAcquire() as Permit;
@@ -120,14 +129,7 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
 
   // issue 9, finding 5
   test('a job that runs alone waits for the other partitions’ loans to end, never for their reserves', async () => {
-    const total = scripted(10, 10);
-    const clock = new FakeClock();
-    const b = new PartitionedLimiter({
-      limit: total,
-      clock,
-      stallThresholdMs: Infinity,
-      partitions: { a: { maxQueued: 5 }, b: { reserved: 2, maxQueued: 5 } },
-    });
+    const { total, clock, b } = shrinkable();
     const a = b.partition('a');
     const bHeld = [0, 1, 2].map(() => b.partition('b').tryAcquire() as Permit); // 1 borrowed
     const p1 = a.tryAcquire() as Permit;
@@ -179,14 +181,7 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
 describe('PartitionedLimiter: running alone is not starved', () => {
   // issue 9, finding 5
   test('while a job waits to run alone, another partition’s queue starts no new loan', async () => {
-    const total = scripted(10, 10);
-    const clock = new FakeClock();
-    const b = new PartitionedLimiter({
-      limit: total,
-      clock,
-      stallThresholdMs: Infinity,
-      partitions: { a: { maxQueued: 5 }, b: { reserved: 2, maxQueued: 50 } },
-    });
+    const { total, clock, b } = shrinkable(50);
     const a = b.partition('a');
     const p1 = a.tryAcquire() as Permit;
     total.next = 4;
