@@ -178,20 +178,20 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
-    const permit = options === undefined ? this.#grantOne() : undefined;
-    if (permit !== undefined) return permit;
+    if (options === undefined && this.#unitFree()) {
+      return this.#grant(1, 0, this.#timed(false), Number.NaN, undefined);
+    }
     return this.#admission.admit(options, undefined, request, this.#closed) as Permit | undefined;
   }
 
   /**
-   * The no-options fast path of `acquireWith()`: a permit of cost 1 when it fits now with nobody
-   * queued (else `undefined`: full admission decides, LIFO order and refusals included). `acquire()`
-   * has none: a one-line `acquire()` that V8 inlines into its caller measured faster than one with
-   * this path inline (its promise costs more than the two closure calls of `Admission.admit`).
+   * The no-options fast paths' condition (`acquireWith()`, `run()`): a unit can be granted now — open,
+   * nobody queued (else full admission decides, LIFO order and refusals included), a cost of 1
+   * admissible and free. `acquire()` has no fast path: a one-line `acquire()` that V8 inlines into its
+   * caller measured faster (its promise costs more than the two closure calls of `Admission.admit`).
    */
-  #grantOne(): Permit | undefined {
-    if (this.#closed || this.#queue.size > 0 || !this.#unitFits || !this.#fits(1)) return undefined;
-    return this.#grant(1, 0, this.#timed(false), Number.NaN, undefined);
+  #unitFree(): boolean {
+    return !this.#closed && this.#queue.size === 0 && this.#unitFits && this.#fits(1);
   }
 
   /**
@@ -215,7 +215,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(taskError(task));
-    if (options === undefined && !this.#closed && this.#queue.size === 0 && this.#fits(1)) {
+    if (options === undefined && this.#unitFree()) {
       const timed = this.#timed(false);
       const plain = this.#plain;
       if (plain !== undefined && !timed) {
