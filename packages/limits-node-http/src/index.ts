@@ -1,0 +1,2 @@
+// limits-node-http: HTTP integrations for limits-core (see README.md).
+export {};
