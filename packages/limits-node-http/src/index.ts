@@ -1,2 +1,3 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
-export {};
+export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
+export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';
