@@ -1,3 +1,10 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
 export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
+export { type FetchGuardOptions, fetchGuard, type LimitFetchGuard } from './fetchGuard.js';
+export { type FetchFunction, limitFetch, retryAfterMs } from './limitFetch.js';
+export type {
+  LimitFetchOptions,
+  LimitFetchRequest,
+  LimitFetchResult,
+} from './limitFetchOptions.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';
