@@ -65,3 +65,18 @@ export {
 export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
 export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';
+export {
+  renderTimelineSvg,
+  type TimelineSeries,
+  type TimelineSvgOptions,
+} from './timeline/renderTimelineSvg.js';
+export {
+  type Timeline,
+  type TimelineEmitter,
+  type TimelineMark,
+  type TimelinePoint,
+  TimelineRecorder,
+  type TimelineRecorderOptions,
+  type TimelineSource,
+  type TimelineState,
+} from './timeline/TimelineRecorder.js';
