@@ -24,7 +24,6 @@ const STATE_COLORS: Record<TimelineState, string> = {
   HALF_OPEN: '#ffd98a',
   OPEN: '#f4a3a3',
 };
-const LEFT = 64;
 const RIGHT = 16;
 const GAP = 34;
 
@@ -62,6 +61,8 @@ export function renderTimelineSvg(
   });
 
   const hasState = series.some((s) => s.timeline.points.some((p) => p.state !== undefined));
+  // Room on the left for the axis labels, and for the series names of the circuit-state bands.
+  const LEFT = Math.max(56, hasState ? 12 + 6.5 * Math.max(...series.map((s) => s.name.length)) : 0);
   const top = title === undefined ? 12 : 40;
   const panels = 3;
   const bandHeight = 14;
