@@ -46,13 +46,16 @@ describe('full jitter backoff', () => {
     const random = seededRandom(42);
     for (let n = 1; n <= 12; n++) {
       const cap = Math.min(5000, 100 * 2 ** (n - 1));
-      let max = 0;
+      let min = Infinity;
+      let max = -Infinity;
       for (let i = 0; i < 2000; i++) {
         const d = fullJitterDelay(n, 100, 5000, random);
-        expect(d).toBeGreaterThanOrEqual(0);
-        expect(d).toBeLessThanOrEqual(cap);
+        min = Math.min(min, d);
         max = Math.max(max, d);
       }
+      expect(min).toBeGreaterThanOrEqual(0);
+      expect(max).toBeLessThanOrEqual(cap);
+      expect(min).toBeLessThan(cap * 0.01);
       // The whole interval is used: the largest of 2,000 draws is within 1 % of the cap.
       expect(max).toBeGreaterThan(cap * 0.99);
     }
@@ -358,6 +361,17 @@ describe('RetryPolicy and the caller signal', () => {
     expect(clock.pending).toBe(0);
     await clock.advance(100_000);
     expect(seen).toEqual([1]);
+  });
+
+  test('a signal aborted by a retry listener or by discard rejects before any timer is set', async () => {
+    const { clock, policy } = setup();
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    policy.once('retry', () => controller.abort(reason));
+    const { task, seen } = flaky(5);
+    await expect(policy.run(task, { signal: controller.signal })).rejects.toBe(reason);
+    expect(seen).toEqual([1]);
+    expect(clock.pending).toBe(0);
   });
 
   test('the wait leaves no abort listener on the signal once its timer fires', async () => {
