@@ -2,6 +2,7 @@ import { describe, expect, test, vi } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { LimitsError } from '../src/errors/LimitsError.js';
 import { seededRandom } from '../src/internal/random.js';
+import { Limiter } from '../src/limiter/Limiter.js';
 import { fullJitterDelay } from '../src/retry/backoff.js';
 import type { RetryEvent } from '../src/retry/events.js';
 import { isRefusal } from '../src/retry/isRefusal.js';
@@ -330,6 +331,23 @@ describe('RetryPolicy never retries a refusal', () => {
       expect(clock.pending).toBe(0);
       expect(policy.stats()).toMatchObject({ retries: 0, exhausted: 0 });
     }
+  });
+
+  test('retrying outside a Limiter: a full limiter refuses the attempt and the call is not retried', async () => {
+    const { clock, policy, events } = setup({ maxAttempts: 5 });
+    const limiter = new Limiter({ limit: 1, clock });
+    const held = limiter.tryAcquire();
+    let ran = 0;
+    const call = policy.run(() =>
+      limiter.run(async () => {
+        ran++;
+      }),
+    );
+    await expect(call).rejects.toBeInstanceOf(LimitExceededError);
+    expect(ran).toBe(0);
+    expect(events).toEqual([]);
+    expect(policy.stats()).toMatchObject({ calls: 1, attempts: 1, retries: 0 });
+    held?.success();
   });
 
   test('a refusal after a retried failure ends the call with the refusal', async () => {
