@@ -62,7 +62,10 @@ export function renderTimelineSvg(
 
   const hasState = series.some((s) => s.timeline.points.some((p) => p.state !== undefined));
   // Room on the left for the axis labels, and for the series names of the circuit-state bands.
-  const LEFT = Math.max(56, hasState ? 12 + 6.5 * Math.max(...series.map((s) => s.name.length)) : 0);
+  const LEFT = Math.max(
+    56,
+    hasState ? 12 + 6.5 * Math.max(...series.map((s) => s.name.length)) : 0,
+  );
   const top = title === undefined ? 12 : 40;
   const panels = 3;
   const bandHeight = 14;
