@@ -1,0 +1,97 @@
+import { formatValue, Limiter, PartitionedLimiter } from 'limits-core';
+
+/** Circuit states of a limits-breaker guard. */
+export type GuardCircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+
+/** Why a guarded call went to the fallback (limits-breaker's `FallbackReason`). */
+export type GuardFallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+
+/**
+ * What metrics and diagnostics need of a limits-breaker `Guard` (typed here so that this package
+ * does not need limits-breaker, an optional peer, to type-check): any `guard()` satisfies it.
+ */
+export interface GuardSource {
+  /** The limiter in front of the action. */
+  readonly limiter: Limiter;
+  /** The circuit state. */
+  readonly state: GuardCircuitState;
+  /** The opossum breaker (its `success` and `failure` events). */
+  readonly breaker: {
+    on(event: string, listener: (...args: unknown[]) => void): unknown;
+    removeListener(event: string, listener: (...args: unknown[]) => void): unknown;
+  };
+  /** Subscribes to the guard's `fallback` event. */
+  on(
+    event: 'fallback',
+    listener: (cause: { readonly reason: GuardFallbackReason }) => void,
+  ): unknown;
+  /** Unsubscribes from the guard's `fallback` event. */
+  off(
+    event: 'fallback',
+    listener: (cause: { readonly reason: GuardFallbackReason }) => void,
+  ): unknown;
+}
+
+/**
+ * What {@link registerMetrics} and {@link publishDiagnostics} observe: a limits-core `Limiter`, a
+ * `PartitionedLimiter` (each partition is observed, labelled with its name) or a limits-breaker
+ * guard (its limiter, plus the circuit for metrics).
+ */
+export type LimitsSource = Limiter | PartitionedLimiter | GuardSource;
+
+/** One limiter of a source, with its partition name (`undefined` outside a PartitionedLimiter). */
+export interface SourcePart {
+  readonly partition: string | undefined;
+  readonly limiter: Limiter;
+}
+
+/** @internal A source taken apart: its limiters, and the guard when it is one. */
+export interface ResolvedSource {
+  readonly parts: readonly SourcePart[];
+  readonly partitioned: boolean;
+  readonly guard: GuardSource | undefined;
+}
+
+/**
+ * @internal Takes a source apart, through the public API only (a PartitionedLimiter's partition
+ * names come from its ledger and are fixed at construction, so a `partition` label is bounded).
+ * @throws TypeError naming `where` when `source` is none of the three.
+ */
+export function resolveSource(where: string, source: unknown): ResolvedSource {
+  if (source instanceof Limiter) {
+    return {
+      parts: [{ partition: undefined, limiter: source }],
+      partitioned: false,
+      guard: undefined,
+    };
+  }
+  if (source instanceof PartitionedLimiter) {
+    const parts = Object.keys(source.ledger().partitions).map((partition) => ({
+      partition,
+      limiter: source.partition(partition),
+    }));
+    return { parts, partitioned: true, guard: undefined };
+  }
+  if (isGuard(source)) {
+    return {
+      parts: [{ partition: undefined, limiter: source.limiter }],
+      partitioned: false,
+      guard: source,
+    };
+  }
+  throw new TypeError(
+    `limits: ${where} needs a Limiter, a PartitionedLimiter or a guard, got ${formatValue(source)}`,
+  );
+}
+
+function isGuard(source: unknown): source is GuardSource {
+  if (source === null || typeof source !== 'object') return false;
+  const g = source as Partial<GuardSource>;
+  return (
+    g.limiter instanceof Limiter &&
+    typeof g.on === 'function' &&
+    typeof g.off === 'function' &&
+    typeof g.breaker?.on === 'function' &&
+    typeof g.breaker.removeListener === 'function'
+  );
+}
