@@ -155,6 +155,7 @@ export function registerMetrics(
   if (
     registry === null ||
     typeof registry !== 'object' ||
+    typeof registry.registerMetric !== 'function' ||
     typeof registry.getSingleMetric !== 'function' ||
     typeof registry.removeSingleMetric !== 'function'
   ) {

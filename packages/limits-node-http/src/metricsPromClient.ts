@@ -8,6 +8,8 @@ import { createRequire } from 'node:module';
 
 /** What {@link registerMetrics} needs of a prom-client `Registry` (e.g. `register`, or `new Registry()`). */
 export interface PromRegistry {
+  /** Adds a metric (prom-client's metric constructors call it, through their `registers`). */
+  registerMetric(metric: unknown): void;
   /** The metric registered under `name`, if any. */
   getSingleMetric(name: string): unknown;
   /** Removes the metric registered under `name`. */
