@@ -286,27 +286,21 @@ class Registration implements MetricsHandle {
         prefix + suffix,
       );
     }
-    const calls = this.#add(
-      construct(
-        client.Counter,
-        config(
-          LIMITER_SERIES.calls,
-          'Calls that returned their permit, by outcome (success, dropped, failure, ignore).',
-          [...labelNames, 'outcome'],
-        ),
+    const calls = this.#counter(
+      client,
+      config(
+        LIMITER_SERIES.calls,
+        'Calls that returned their permit, by outcome (success, dropped, failure, ignore).',
+        [...labelNames, 'outcome'],
       ),
-      prefix + LIMITER_SERIES.calls,
     );
-    const rejections = this.#add(
-      construct(
-        client.Counter,
-        config(
-          LIMITER_SERIES.rejections,
-          'Requests refused at admission or that left the queue without a permit, by reason.',
-          [...labelNames, 'reason'],
-        ),
+    const rejections = this.#counter(
+      client,
+      config(
+        LIMITER_SERIES.rejections,
+        'Requests refused at admission or that left the queue without a permit, by reason.',
+        [...labelNames, 'reason'],
       ),
-      prefix + LIMITER_SERIES.rejections,
     );
     const rtt = this.#add(
       construct(client.Histogram, {
@@ -321,19 +315,19 @@ class Registration implements MetricsHandle {
     );
 
     this.#parts = base.map(({ limiter, labels }) => {
-      const byOutcome = labelSet(calls, labels, 'outcome', OUTCOMES);
-      const byReason = labelSet(rejections, labels, 'reason', REASONS);
+      const byOutcome = calls.slots(labels, 'outcome', OUTCOMES);
+      const byReason = rejections.slots(labels, 'reason', REASONS);
       rtt.zero(labels);
       const part: Part = {
         limiter,
         labels,
         onRelease: (event) => {
-          calls.inc(byOutcome[event.outcome] ?? { ...labels, outcome: event.outcome }, 1);
+          (byOutcome[event.outcome] ?? calls.slot({ ...labels, outcome: event.outcome })).n++;
           // NaN: granted before this listener came, so the call was not timed.
           if (!Number.isNaN(event.rtt)) rtt.observe(labels, event.rtt / 1000);
         },
         onReject: (event) => {
-          rejections.inc(byReason[event.reason] ?? { ...labels, reason: event.reason }, 1);
+          (byReason[event.reason] ?? rejections.slot({ ...labels, reason: event.reason })).n++;
         },
       };
       limiter.on('release', part.onRelease);
@@ -358,37 +352,34 @@ class Registration implements MetricsHandle {
         }),
         prefix + GUARD_SERIES.state,
       );
-      const fallbacks = this.#add(
-        construct(
-          client.Counter,
-          config(
-            GUARD_SERIES.fallbacks,
-            "Calls that did not get the action's answer, by reason (open, limit, timeout, error): answered by the fallback, or rejected when there is none.",
-            ['reason'],
-          ),
+      const fallbacks = this.#counter(
+        client,
+        config(
+          GUARD_SERIES.fallbacks,
+          "Calls that did not get the action's answer, by reason (open, limit, timeout, error): answered by the fallback, or rejected when there is none.",
+          ['reason'],
         ),
-        prefix + GUARD_SERIES.fallbacks,
       );
-      const breaker = this.#add(
-        construct(
-          client.Counter,
-          config(
-            GUARD_SERIES.breaker,
-            'Calls the circuit breaker judged, by outcome (success, failure).',
-            ['outcome'],
-          ),
+      const breaker = this.#counter(
+        client,
+        config(
+          GUARD_SERIES.breaker,
+          'Calls the circuit breaker judged, by outcome (success, failure).',
+          ['outcome'],
         ),
-        prefix + GUARD_SERIES.breaker,
       );
-      const byFallback = labelSet(fallbacks, {}, 'reason', FALLBACK_REASONS);
-      const success = { outcome: 'success' };
-      const failure = { outcome: 'failure' };
-      breaker.inc(success, 0);
-      breaker.inc(failure, 0);
+      const byFallback = fallbacks.slots({}, 'reason', FALLBACK_REASONS);
+      const { success, failure } = breaker.slots({}, 'outcome', ['success', 'failure']);
       this.#guardListeners = {
-        fallback: (cause) => fallbacks.inc(byFallback[cause.reason] ?? { reason: cause.reason }, 1),
-        success: () => breaker.inc(success, 1),
-        failure: () => breaker.inc(failure, 1),
+        fallback: (cause) => {
+          (byFallback[cause.reason] ?? fallbacks.slot({ reason: cause.reason })).n++;
+        },
+        success: () => {
+          (success as Slot).n++;
+        },
+        failure: () => {
+          (failure as Slot).n++;
+        },
       };
       guard.on('fallback', this.#guardListeners.fallback);
       guard.breaker.on('success', this.#guardListeners.success);
@@ -416,24 +407,57 @@ class Registration implements MetricsHandle {
     }
   }
 
+  /** A counter whose counts are plain numbers on the event path, handed to prom-client at scrape time. */
+  #counter(client: PromClient, config: PromMetricConfig): Tally {
+    const tally = new Tally();
+    const counter = this.#add(
+      construct(client.Counter, { ...config, collect: () => tally.flush(counter) }),
+      config.name,
+    );
+    tally.counter = counter;
+    return tally;
+  }
+
   #add<M>(metric: M, name: string): M {
     this.#metrics.push([name, metric]);
     return metric;
   }
 }
 
-/** One label set per value of `name` (built once, not per event), each exported at 0 from the start. */
-function labelSet(
-  counter: PromCounter,
-  labels: PromLabels,
-  name: string,
-  values: readonly string[],
-): Record<string, PromLabels> {
-  const set: Record<string, PromLabels> = {};
-  for (const value of values) {
-    const l = { ...labels, [name]: value };
-    set[value] = l;
-    counter.inc(l, 0);
+/** One series of a {@link Tally}: its labels and the count not yet handed to prom-client. */
+interface Slot {
+  readonly labels: PromLabels;
+  n: number;
+}
+
+/**
+ * Counts kept as plain numbers (an increment per event, no label hashing) and added to the
+ * prom-client counter by its `collect`, which prom-client runs before every read of the counter.
+ */
+class Tally {
+  counter: PromCounter | undefined;
+  readonly #slots: Slot[] = [];
+
+  /** A new series, exported at 0 from the start. */
+  slot(labels: PromLabels): Slot {
+    const slot = { labels, n: 0 };
+    this.#slots.push(slot);
+    this.counter?.inc(labels, 0);
+    return slot;
   }
-  return set;
+
+  /** One series per value of label `name`, on top of `labels`. */
+  slots(labels: PromLabels, name: string, values: readonly string[]): Record<string, Slot> {
+    const set: Record<string, Slot> = {};
+    for (const value of values) set[value] = this.slot({ ...labels, [name]: value });
+    return set;
+  }
+
+  flush(counter: PromCounter): void {
+    for (const slot of this.#slots) {
+      if (slot.n === 0) continue;
+      counter.inc(slot.labels, slot.n);
+      slot.n = 0;
+    }
+  }
 }

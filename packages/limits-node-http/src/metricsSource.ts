@@ -1,4 +1,4 @@
-import { formatValue, Limiter, PartitionedLimiter } from 'limits-core';
+import { formatValue, type Limiter, type PartitionedLimiter } from 'limits-core';
 
 /** Circuit states of a limits-breaker guard. */
 export type GuardCircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
@@ -55,17 +55,18 @@ export interface ResolvedSource {
 /**
  * @internal Takes a source apart, through the public API only (a PartitionedLimiter's partition
  * names come from its ledger and are fixed at construction, so a `partition` label is bounded).
+ * Sources are recognised by shape, not `instanceof`, so two installed copies of limits-core work.
  * @throws TypeError naming `where` when `source` is none of the three.
  */
 export function resolveSource(where: string, source: unknown): ResolvedSource {
-  if (source instanceof Limiter) {
+  if (isLimiter(source)) {
     return {
       parts: [{ partition: undefined, limiter: source }],
       partitioned: false,
       guard: undefined,
     };
   }
-  if (source instanceof PartitionedLimiter) {
+  if (isPartitioned(source)) {
     const parts = Object.keys(source.ledger().partitions).map((partition) => ({
       partition,
       limiter: source.partition(partition),
@@ -84,11 +85,29 @@ export function resolveSource(where: string, source: unknown): ResolvedSource {
   );
 }
 
+function isLimiter(source: unknown): source is Limiter {
+  if (source === null || typeof source !== 'object') return false;
+  const l = source as Partial<Limiter>;
+  return (
+    typeof l.tryAcquire === 'function' &&
+    typeof l.acquireWith === 'function' &&
+    typeof l.snapshot === 'function' &&
+    typeof l.on === 'function' &&
+    typeof l.off === 'function'
+  );
+}
+
+function isPartitioned(source: unknown): source is PartitionedLimiter {
+  if (source === null || typeof source !== 'object') return false;
+  const p = source as Partial<PartitionedLimiter>;
+  return typeof p.partition === 'function' && typeof p.ledger === 'function';
+}
+
 function isGuard(source: unknown): source is GuardSource {
   if (source === null || typeof source !== 'object') return false;
   const g = source as Partial<GuardSource>;
   return (
-    g.limiter instanceof Limiter &&
+    isLimiter(g.limiter) &&
     typeof g.on === 'function' &&
     typeof g.off === 'function' &&
     typeof g.breaker?.on === 'function' &&
