@@ -1,0 +1,268 @@
+import type { Limiter, Outcome, RejectEvent, RejectReason, ReleaseEvent } from 'limits-core';
+import {
+  construct,
+  type PromClient,
+  type PromGauge,
+  type PromLabels,
+  type PromMetricConfig,
+  type PromRegistry,
+} from './metricsPromClient.js';
+import type { GuardCircuitState, GuardFallbackReason, GuardSource } from './metricsSource.js';
+import { type Slot, Tally } from './metricsTally.js';
+
+/** What `registerMetrics` returns. */
+export interface MetricsHandle {
+  /** The names of the metrics registered. */
+  readonly names: readonly string[];
+  /**
+   * Removes every listener and every metric this registration added (idempotent). The source is
+   * left as it was before: a limiter nobody else listens to is back on its fastest path.
+   */
+  unregister(): void;
+}
+
+const OUTCOMES: readonly Outcome[] = ['success', 'dropped', 'failure', 'ignore'];
+const REASONS = [
+  'limit',
+  'queue_full',
+  'queue_bytes',
+  'too_large',
+  'deadline',
+  'expired',
+  'aborted',
+  'closed',
+] as const satisfies readonly RejectReason[];
+// Every reason is listed (a new one fails the type-check here).
+const everyReason: Exclude<RejectReason, (typeof REASONS)[number]> extends never ? true : never =
+  true;
+void everyReason;
+const STATES: readonly GuardCircuitState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
+const FALLBACK_REASONS: readonly GuardFallbackReason[] = ['open', 'limit', 'timeout', 'error'];
+
+/** Series of every limiter: suffix, help. */
+const LIMITER_SERIES = {
+  gauges: [
+    ['limit', "The limit algorithm's current integer limit.", (l) => l.limit],
+    ['capacity', 'Units that may be in flight: max(limit, probeSlots).', (l) => l.capacity],
+    ['inflight', 'Units in flight (a permit of cost 3 counts 3).', (l) => l.inflight],
+    ['queued', 'Requests waiting in the queue.', (l) => l.queued],
+    ['queued_bytes', 'Bytes held by queued requests.', (l) => l.queuedBytes],
+    [
+      'oldest_queued_seconds',
+      'Age of the oldest queued request, in seconds (0 when none waits).',
+      (l) => l.snapshot().oldestQueuedMs / 1000,
+    ],
+  ] as ReadonlyArray<readonly [string, string, (limiter: Limiter) => number]>,
+  calls: 'calls_total',
+  rejections: 'rejections_total',
+  rtt: 'rtt_seconds',
+} as const;
+
+const GUARD_SERIES = {
+  state: 'circuit_state',
+  fallbacks: 'fallbacks_total',
+  breaker: 'breaker_outcomes_total',
+} as const;
+
+/** @internal The names a registration takes: every limiter series, and a guard's when `guard`. */
+export function seriesNames(prefix: string, guard: boolean): string[] {
+  return [
+    ...LIMITER_SERIES.gauges.map(([suffix]) => suffix),
+    LIMITER_SERIES.calls,
+    LIMITER_SERIES.rejections,
+    LIMITER_SERIES.rtt,
+    ...(guard ? Object.values(GUARD_SERIES) : []),
+  ].map((suffix) => prefix + suffix);
+}
+
+interface Part {
+  readonly limiter: Limiter;
+  readonly labels: PromLabels;
+  readonly onRelease: (event: ReleaseEvent) => void;
+  readonly onReject: (event: RejectEvent) => void;
+}
+
+/** @internal One registration: its metrics, its listeners, and how to take both away. */
+export class Registration implements MetricsHandle {
+  readonly names: readonly string[];
+  readonly #registry: PromRegistry;
+  readonly #metrics: Array<[string, unknown]> = [];
+  readonly #parts: Part[];
+  readonly #guard: GuardSource | undefined;
+  readonly #guardListeners: {
+    fallback: (cause: { readonly reason: GuardFallbackReason }) => void;
+    success: () => void;
+    failure: () => void;
+  };
+  #active = true;
+
+  constructor(
+    client: PromClient,
+    registry: PromRegistry,
+    prefix: string,
+    buckets: number[],
+    sources: readonly { partition: string | undefined; limiter: Limiter }[],
+    guard: GuardSource | undefined,
+  ) {
+    this.#registry = registry;
+    this.#guard = guard;
+    const labelNames = sources.some((s) => s.partition !== undefined) ? ['partition'] : [];
+    const base = sources.map((s) => ({
+      limiter: s.limiter,
+      labels: (s.partition === undefined ? {} : { partition: s.partition }) as PromLabels,
+    }));
+    const config = (suffix: string, help: string, labels: string[]): PromMetricConfig => ({
+      name: prefix + suffix,
+      help,
+      labelNames: labels,
+      registers: [registry],
+    });
+
+    for (const [suffix, help, read] of LIMITER_SERIES.gauges) {
+      const gauge = this.#add(
+        construct(client.Gauge, {
+          ...config(suffix, help, labelNames),
+          collect: () => {
+            for (const b of base) gauge.set(b.labels, read(b.limiter));
+          },
+        }),
+        prefix + suffix,
+      );
+    }
+    const calls = this.#counter(
+      client,
+      config(
+        LIMITER_SERIES.calls,
+        'Calls that returned their permit, by outcome (success, dropped, failure, ignore).',
+        [...labelNames, 'outcome'],
+      ),
+    );
+    const rejections = this.#counter(
+      client,
+      config(
+        LIMITER_SERIES.rejections,
+        'Requests refused at admission or that left the queue without a permit, by reason.',
+        [...labelNames, 'reason'],
+      ),
+    );
+    const rtt = this.#add(
+      construct(client.Histogram, {
+        ...config(
+          LIMITER_SERIES.rtt,
+          'Time a permit was held (grant to release), in seconds, every outcome.',
+          labelNames,
+        ),
+        buckets,
+      }),
+      prefix + LIMITER_SERIES.rtt,
+    );
+
+    this.#parts = base.map(({ limiter, labels }) => {
+      const byOutcome = calls.slots(labels, 'outcome', OUTCOMES);
+      const byReason = rejections.slots(labels, 'reason', REASONS);
+      rtt.zero(labels);
+      const part: Part = {
+        limiter,
+        labels,
+        onRelease: (event) => {
+          (byOutcome[event.outcome] ?? calls.slot({ ...labels, outcome: event.outcome })).n++;
+          // NaN: granted before this listener came, so the call was not timed.
+          if (!Number.isNaN(event.rtt)) rtt.observe(labels, event.rtt / 1000);
+        },
+        onReject: (event) => {
+          (byReason[event.reason] ?? rejections.slot({ ...labels, reason: event.reason })).n++;
+        },
+      };
+      limiter.on('release', part.onRelease);
+      limiter.on('reject', part.onReject);
+      return part;
+    });
+
+    const noop = () => {};
+    this.#guardListeners = { fallback: noop, success: noop, failure: noop };
+    if (guard !== undefined) {
+      const state: PromGauge = this.#add(
+        construct(client.Gauge, {
+          ...config(
+            GUARD_SERIES.state,
+            'The circuit state: 1 for the current state, 0 for the others.',
+            ['state'],
+          ),
+          collect: () => {
+            const now = guard.state;
+            for (const s of STATES) state.set({ state: s }, s === now ? 1 : 0);
+          },
+        }),
+        prefix + GUARD_SERIES.state,
+      );
+      const fallbacks = this.#counter(
+        client,
+        config(
+          GUARD_SERIES.fallbacks,
+          "Calls that did not get the action's answer, by reason (open, limit, timeout, error): answered by the fallback, or rejected when there is none.",
+          ['reason'],
+        ),
+      );
+      const breaker = this.#counter(
+        client,
+        config(
+          GUARD_SERIES.breaker,
+          'Calls the circuit breaker judged, by outcome (success, failure).',
+          ['outcome'],
+        ),
+      );
+      const byFallback = fallbacks.slots({}, 'reason', FALLBACK_REASONS);
+      const { success, failure } = breaker.slots({}, 'outcome', ['success', 'failure']);
+      this.#guardListeners = {
+        fallback: (cause) => {
+          (byFallback[cause.reason] ?? fallbacks.slot({ reason: cause.reason })).n++;
+        },
+        success: () => {
+          (success as Slot).n++;
+        },
+        failure: () => {
+          (failure as Slot).n++;
+        },
+      };
+      guard.on('fallback', this.#guardListeners.fallback);
+      guard.breaker.on('success', this.#guardListeners.success);
+      guard.breaker.on('failure', this.#guardListeners.failure);
+    }
+    this.names = this.#metrics.map(([name]) => name);
+  }
+
+  unregister(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    for (const part of this.#parts) {
+      part.limiter.off('release', part.onRelease);
+      part.limiter.off('reject', part.onReject);
+    }
+    const guard = this.#guard;
+    if (guard !== undefined) {
+      guard.off('fallback', this.#guardListeners.fallback);
+      guard.breaker.removeListener('success', this.#guardListeners.success);
+      guard.breaker.removeListener('failure', this.#guardListeners.failure);
+    }
+    // Only our own metric: someone may have replaced it since.
+    for (const [name, metric] of this.#metrics) {
+      if (this.#registry.getSingleMetric(name) === metric) this.#registry.removeSingleMetric(name);
+    }
+  }
+
+  /** A counter whose counts are plain numbers on the event path, handed to prom-client at scrape time. */
+  #counter(client: PromClient, config: PromMetricConfig): Tally {
+    const tally = new Tally();
+    const counter = this.#add(
+      construct(client.Counter, { ...config, collect: () => tally.flush(counter) }),
+      config.name,
+    );
+    tally.counter = counter;
+    return tally;
+  }
+
+  #add<M>(metric: M, name: string): M {
+    this.#metrics.push([name, metric]);
+    return metric;
+  }
+}
