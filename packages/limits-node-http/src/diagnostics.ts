@@ -80,6 +80,8 @@ class LimiterPublisher {
   }
 
   sync(): void {
+    // Closed (a subscriber may close the handle while its message is delivered): attach nothing.
+    if (this.refs === 0) return;
     for (let i = 0; i < 4; i++) {
       const want = (CHANNELS[i] as (typeof CHANNELS)[number])[1].hasSubscribers;
       if (want !== this.#attached[i]) this.#set(i, want);

@@ -87,13 +87,15 @@ export class Registration implements MetricsHandle {
   readonly names: readonly string[];
   readonly #registry: PromRegistry;
   readonly #metrics: Array<[string, unknown]> = [];
-  readonly #parts: Part[];
+  readonly #parts: Part[] = [];
   readonly #guard: GuardSource | undefined;
-  readonly #guardListeners: {
-    fallback: (cause: { readonly reason: GuardFallbackReason }) => void;
-    success: () => void;
-    failure: () => void;
-  };
+  #guardListeners:
+    | {
+        fallback: (cause: { readonly reason: GuardFallbackReason }) => void;
+        success: () => void;
+        failure: () => void;
+      }
+    | undefined = undefined;
   #active = true;
 
   constructor(
@@ -106,6 +108,35 @@ export class Registration implements MetricsHandle {
   ) {
     this.#registry = registry;
     this.#guard = guard;
+    try {
+      this.#build(client, prefix, buckets, sources);
+    } catch (error) {
+      // (Only a strange `client` can throw here.) Nothing is left behind: no metric, no listener.
+      this.#removeMetrics();
+      throw error;
+    }
+    // Listeners last, once every metric exists.
+    for (const part of this.#parts) {
+      part.limiter.on('release', part.onRelease);
+      part.limiter.on('reject', part.onReject);
+    }
+    const listeners = this.#guardListeners;
+    if (guard !== undefined && listeners !== undefined) {
+      guard.on('fallback', listeners.fallback);
+      guard.breaker.on('success', listeners.success);
+      guard.breaker.on('failure', listeners.failure);
+    }
+    this.names = this.#metrics.map(([name]) => name);
+  }
+
+  #build(
+    client: PromClient,
+    prefix: string,
+    buckets: number[],
+    sources: readonly { partition: string | undefined; limiter: Limiter }[],
+  ): void {
+    const registry = this.#registry;
+    const guard = this.#guard;
     const labelNames = sources.some((s) => s.partition !== undefined) ? ['partition'] : [];
     const base = sources.map((s) => ({
       limiter: s.limiter,
@@ -157,7 +188,7 @@ export class Registration implements MetricsHandle {
       prefix + LIMITER_SERIES.rtt,
     );
 
-    this.#parts = base.map(({ limiter, labels }) => {
+    for (const { limiter, labels } of base) {
       const byOutcome = calls.slots(labels, 'outcome', OUTCOMES);
       const byReason = rejections.slots(labels, 'reason', REASONS);
       rtt.zero(labels);
@@ -173,13 +204,9 @@ export class Registration implements MetricsHandle {
           (byReason[event.reason] ?? rejections.slot({ ...labels, reason: event.reason })).n++;
         },
       };
-      limiter.on('release', part.onRelease);
-      limiter.on('reject', part.onReject);
-      return part;
-    });
+      this.#parts.push(part);
+    }
 
-    const noop = () => {};
-    this.#guardListeners = { fallback: noop, success: noop, failure: noop };
     if (guard !== undefined) {
       const state: PromGauge = this.#add(
         construct(client.Gauge, {
@@ -224,11 +251,7 @@ export class Registration implements MetricsHandle {
           (failure as Slot).n++;
         },
       };
-      guard.on('fallback', this.#guardListeners.fallback);
-      guard.breaker.on('success', this.#guardListeners.success);
-      guard.breaker.on('failure', this.#guardListeners.failure);
     }
-    this.names = this.#metrics.map(([name]) => name);
   }
 
   unregister(): void {
@@ -239,11 +262,16 @@ export class Registration implements MetricsHandle {
       part.limiter.off('reject', part.onReject);
     }
     const guard = this.#guard;
-    if (guard !== undefined) {
-      guard.off('fallback', this.#guardListeners.fallback);
-      guard.breaker.removeListener('success', this.#guardListeners.success);
-      guard.breaker.removeListener('failure', this.#guardListeners.failure);
+    const listeners = this.#guardListeners;
+    if (guard !== undefined && listeners !== undefined) {
+      guard.off('fallback', listeners.fallback);
+      guard.breaker.removeListener('success', listeners.success);
+      guard.breaker.removeListener('failure', listeners.failure);
     }
+    this.#removeMetrics();
+  }
+
+  #removeMetrics(): void {
     // Only our own metric: someone may have replaced it since.
     for (const [name, metric] of this.#metrics) {
       if (this.#registry.getSingleMetric(name) === metric) this.#registry.removeSingleMetric(name);

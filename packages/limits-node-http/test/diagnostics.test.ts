@@ -163,6 +163,25 @@ describe('publishDiagnostics', () => {
     await g.shutdown();
   });
 
+  it('a handle closed by a subscriber while its message is delivered attaches nothing afterwards', () => {
+    const limiter = new Limiter({ limit: 5 });
+    const handle = publishDiagnostics(limiter);
+    const seen: unknown[] = [];
+    const fn = (message: unknown) => {
+      seen.push(message);
+      handle.close();
+    };
+    diagnosticsChannel.subscribe(diagnosticsChannels.admit, fn);
+    subscriptions.push([diagnosticsChannels.admit, fn]);
+    subscribe([diagnosticsChannels.release]);
+    handle.sync();
+    expect(listening(limiter)).toEqual([1, 0, 1, 0]);
+    (limiter.tryAcquire() as Permit).success();
+    (limiter.tryAcquire() as Permit).success();
+    expect(seen).toHaveLength(1);
+    expect(listening(limiter)).toEqual([0, 0, 0, 0]);
+  });
+
   it('refuses something that is not a source', () => {
     expect(() => publishDiagnostics({} as never)).toThrow(
       new TypeError(

@@ -357,6 +357,25 @@ describe('registerMetrics refuses bad input before registering anything', () => 
     expect(limiter.listenerCount('release')).toBe(0);
   });
 
+  it('leaves no metric and no listener behind when the client throws half way', () => {
+    const limiter = new Limiter({ limit: 1 });
+    const registry = new Registry();
+    const client = {
+      Gauge: promClient.Gauge,
+      Counter: promClient.Counter,
+      Histogram: class {
+        constructor() {
+          throw new Error('no histograms here');
+        }
+      },
+    };
+    expect(() => registerMetrics(registry, limiter, { client: client as never })).toThrow(
+      'no histograms here',
+    );
+    expect(registry.getMetricsAsArray()).toEqual([]);
+    expect(limiter.listenerCount('release') + limiter.listenerCount('reject')).toBe(0);
+  });
+
   it('refuses something that is not a registry or not a source', () => {
     const limiter = new Limiter({ limit: 1 });
     expect(() => registerMetrics({} as never, limiter)).toThrow(
