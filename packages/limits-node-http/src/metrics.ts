@@ -46,6 +46,7 @@ const NAME_PREFIX = /^(?:[a-zA-Z_:][a-zA-Z0-9_:]*)?$/;
  *   are fed by the limiter's `release` and `reject` events. **Cost:** a `release` listener makes the
  *   limiter time every call (one clock read at grant and at release) and emit an event per call,
  *   so a registered limiter leaves its fastest path; `unregister()` puts it back.
+ * - A PartitionedLimiter adds its ledger's `reserved{partition}` and `borrowed{partition}` gauges.
  * - A guard adds `circuit_state{state}` (1 for the current state), `fallbacks_total{reason}` (the
  *   guard's `fallback` event: calls answered by the fallback, or rejected with a typed error when
  *   there is none) and `breaker_outcomes_total{outcome}` (opossum's `success` / `failure`; listening
@@ -98,14 +99,14 @@ export function registerMetrics(
   }
   const buckets = checkBuckets(options?.rttBuckets);
   const client = checkClient(options?.client) ?? loadPromClient();
-  for (const name of seriesNames(prefix, resolved.guard !== undefined)) {
+  for (const name of seriesNames(prefix, resolved)) {
     if (registry.getSingleMetric(name) !== undefined) {
       throw new RangeError(
         `limits: the registry already has a metric named "${name}": give each source its own option "prefix", got ${formatValue(prefix)}`,
       );
     }
   }
-  return new Registration(client, registry, prefix, buckets, resolved.parts, resolved.guard);
+  return new Registration(client, registry, prefix, buckets, resolved);
 }
 
 function checkBuckets(value: unknown): number[] {

@@ -1,4 +1,11 @@
-import type { Limiter, Outcome, RejectEvent, RejectReason, ReleaseEvent } from 'limits-core';
+import type {
+  Limiter,
+  Outcome,
+  PartitionLedger,
+  RejectEvent,
+  RejectReason,
+  ReleaseEvent,
+} from 'limits-core';
 import {
   construct,
   type PromClient,
@@ -7,7 +14,12 @@ import {
   type PromMetricConfig,
   type PromRegistry,
 } from './metricsPromClient.js';
-import type { GuardCircuitState, GuardFallbackReason, GuardSource } from './metricsSource.js';
+import type {
+  GuardCircuitState,
+  GuardFallbackReason,
+  GuardSource,
+  ResolvedSource,
+} from './metricsSource.js';
 import { type Slot, Tally } from './metricsTally.js';
 
 /** What `registerMetrics` returns. */
@@ -58,20 +70,27 @@ const LIMITER_SERIES = {
   rtt: 'rtt_seconds',
 } as const;
 
+/** Series of a PartitionedLimiter's ledger: suffix, help, field. */
+const LEDGER_SERIES = [
+  ['reserved', 'Units reserved for the partition, never lent to others.', 'reserved'],
+  ['borrowed', 'Units the partition runs beyond its reserve, from the shared pool.', 'borrowed'],
+] as const;
+
 const GUARD_SERIES = {
   state: 'circuit_state',
   fallbacks: 'fallbacks_total',
   breaker: 'breaker_outcomes_total',
 } as const;
 
-/** @internal The names a registration takes: every limiter series, and a guard's when `guard`. */
-export function seriesNames(prefix: string, guard: boolean): string[] {
+/** @internal The names a registration of `source` takes, in the order they are registered. */
+export function seriesNames(prefix: string, source: ResolvedSource): string[] {
   return [
     ...LIMITER_SERIES.gauges.map(([suffix]) => suffix),
     LIMITER_SERIES.calls,
     LIMITER_SERIES.rejections,
     LIMITER_SERIES.rtt,
-    ...(guard ? Object.values(GUARD_SERIES) : []),
+    ...(source.partitioned === undefined ? [] : LEDGER_SERIES.map(([suffix]) => suffix)),
+    ...(source.guard === undefined ? [] : Object.values(GUARD_SERIES)),
   ].map((suffix) => prefix + suffix);
 }
 
@@ -103,13 +122,13 @@ export class Registration implements MetricsHandle {
     registry: PromRegistry,
     prefix: string,
     buckets: number[],
-    sources: readonly { partition: string | undefined; limiter: Limiter }[],
-    guard: GuardSource | undefined,
+    source: ResolvedSource,
   ) {
     this.#registry = registry;
+    const guard = source.guard;
     this.#guard = guard;
     try {
-      this.#build(client, prefix, buckets, sources);
+      this.#build(client, prefix, buckets, source);
     } catch (error) {
       // (Only a strange `client` can throw here.) Nothing is left behind: no metric, no listener.
       this.#removeMetrics();
@@ -129,14 +148,10 @@ export class Registration implements MetricsHandle {
     this.names = this.#metrics.map(([name]) => name);
   }
 
-  #build(
-    client: PromClient,
-    prefix: string,
-    buckets: number[],
-    sources: readonly { partition: string | undefined; limiter: Limiter }[],
-  ): void {
+  #build(client: PromClient, prefix: string, buckets: number[], source: ResolvedSource): void {
     const registry = this.#registry;
     const guard = this.#guard;
+    const sources = source.parts;
     const labelNames = sources.some((s) => s.partition !== undefined) ? ['partition'] : [];
     const base = sources.map((s) => ({
       limiter: s.limiter,
@@ -205,6 +220,23 @@ export class Registration implements MetricsHandle {
         },
       };
       this.#parts.push(part);
+    }
+
+    const bulkheads = source.partitioned;
+    if (bulkheads !== undefined) {
+      for (const [suffix, help, field] of LEDGER_SERIES) {
+        const gauge: PromGauge = this.#add(
+          construct(client.Gauge, {
+            ...config(suffix, help, ['partition']),
+            collect: () => {
+              const { partitions } = bulkheads.ledger();
+              for (const name in partitions)
+                gauge.set({ partition: name }, (partitions[name] as PartitionLedger)[field]);
+            },
+          }),
+          prefix + suffix,
+        );
+      }
     }
 
     if (guard !== undefined) {

@@ -48,7 +48,8 @@ export interface SourcePart {
 /** @internal A source taken apart: its limiters, and the guard when it is one. */
 export interface ResolvedSource {
   readonly parts: readonly SourcePart[];
-  readonly partitioned: boolean;
+  /** The PartitionedLimiter, when the source is one (its ledger). */
+  readonly partitioned: PartitionedLimiter | undefined;
   readonly guard: GuardSource | undefined;
 }
 
@@ -62,7 +63,7 @@ export function resolveSource(where: string, source: unknown): ResolvedSource {
   if (isLimiter(source)) {
     return {
       parts: [{ partition: undefined, limiter: source }],
-      partitioned: false,
+      partitioned: undefined,
       guard: undefined,
     };
   }
@@ -71,12 +72,12 @@ export function resolveSource(where: string, source: unknown): ResolvedSource {
       partition,
       limiter: source.partition(partition),
     }));
-    return { parts, partitioned: true, guard: undefined };
+    return { parts, partitioned: source, guard: undefined };
   }
   if (isGuard(source)) {
     return {
       parts: [{ partition: undefined, limiter: source.limiter }],
-      partitioned: false,
+      partitioned: undefined,
       guard: source,
     };
   }

@@ -227,6 +227,12 @@ describe('registerMetrics on a PartitionedLimiter', () => {
     expect(at('queued', 'login')).toBe(0);
     expect(at('queued_bytes', 'recs')).toBe(64);
     expect(at('queued_bytes', 'login')).toBe(0);
+    // The ledger: recs runs 3 on a reserve of 1, so it borrows 2 from the shared pool.
+    expect(at('reserved', 'recs')).toBe(1);
+    expect(at('reserved', 'login')).toBe(1);
+    expect(at('borrowed', 'recs')).toBe(2);
+    expect(at('borrowed', 'login')).toBe(0);
+    expect(s.types.get('api_borrowed')).toBe('gauge');
     for (const p of ['login', 'recs']) {
       expect(at('limit', p)).toBe(4);
       expect(at('capacity', p)).toBe(4);
