@@ -1,5 +1,15 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
 export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
+export {
+  type AdmitMessage,
+  type DiagnosticsHandle,
+  type DiagnosticsMessage,
+  diagnosticsChannels,
+  type LimitMessage,
+  publishDiagnostics,
+  type RejectMessage,
+  type ReleaseMessage,
+} from './diagnostics.js';
 export { type FetchGuardOptions, fetchGuard, type LimitFetchGuard } from './fetchGuard.js';
 export { type FetchFunction, limitFetch, retryAfterMs } from './limitFetch.js';
 export type {
@@ -7,4 +17,12 @@ export type {
   LimitFetchRequest,
   LimitFetchResult,
 } from './limitFetchOptions.js';
+export {
+  defaultRttBuckets,
+  type MetricsHandle,
+  type MetricsOptions,
+  registerMetrics,
+} from './metrics.js';
+export type { PromClient, PromRegistry } from './metricsPromClient.js';
+export type { GuardSource, LimitsSource } from './metricsSource.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';
