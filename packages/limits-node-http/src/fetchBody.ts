@@ -23,6 +23,9 @@ export class BodyLease {
   timedOut: unknown = undefined;
   /** The call's budget, ended with the body (set when this response is the one handed out). */
   budget: { end(): void } | undefined = undefined;
+  /** The call's signal, watched while the body is unread (see {@link BodyLease.watch}). */
+  #signal: AbortSignal | undefined = undefined;
+  readonly #onAbort = (): void => this.errored((this.#signal as AbortSignal).reason);
   /** The reader of the original body, set by {@link holdBody}. */
   reader: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
 
@@ -52,8 +55,19 @@ export class BodyLease {
     if (this.#timer !== undefined) (this.#clock as Clock).clearTimeout(this.#timer);
     this.#timer = undefined;
     registry?.unregister(this);
+    this.#signal?.removeEventListener('abort', this.#onAbort);
     this.budget?.end();
     end(outcome);
+  }
+
+  /**
+   * Releases at once when `signal` (the call's: the caller's abort or our timeout) aborts, even
+   * with nobody reading the body (which then errors for a later reader).
+   */
+  watch(signal: AbortSignal | undefined): void {
+    if (signal === undefined) return;
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
   }
 
   /** The body failed with `error`. */

@@ -314,6 +314,7 @@ function holdResponse(
 ): Response {
   const lease = new BodyLease(x.outcome, budget.callerSignal, end);
   const held = holdBody(x.response as Response, lease);
+  lease.watch(budget.signal);
   if (c.bodyTimeoutMs !== Infinity) {
     lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => budget.abort(reason));
   }

@@ -305,6 +305,38 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     expect(outcomes()).toEqual(['dropped']);
   });
 
+  test('the caller abort while nobody reads the body releases the permit at once', async () => {
+    const { limiter, outcomes } = recorded();
+    server.handle = (_req, res) => {
+      res.writeHead(200);
+      res.write('part');
+    };
+    const f = limitFetch(baseFetch, { limiter });
+    const controller = new AbortController();
+    const res = await f(server.url, { signal: controller.signal });
+    expect(limiter.inflight).toBe(1);
+    controller.abort(new Error('changed my mind'));
+    expect(limiter.inflight).toBe(0);
+    expect(outcomes()).toEqual(['ignore']);
+    await expect(res.text()).rejects.toThrow();
+    await until(() => server.aborted === 1);
+  });
+
+  test('our budget running out while nobody reads the body releases it as dropped', async () => {
+    const { limiter, outcomes } = recorded();
+    server.handle = (_req, res) => {
+      res.writeHead(200);
+      res.write('part');
+    };
+    const clock = new ManualClock();
+    const f = limitFetch(baseFetch, { limiter, timeoutMs: 500, clock });
+    const res = await f(server.url);
+    clock.advance(500);
+    expect(limiter.inflight).toBe(0);
+    expect(outcomes()).toEqual(['dropped']);
+    await expect(res.text()).rejects.toMatchObject({ name: 'TimeoutError' });
+  });
+
   test('the time budget covers a body still streaming', async () => {
     const { limiter, outcomes } = recorded();
     server.handle = (_req, res) => {
