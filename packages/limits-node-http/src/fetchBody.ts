@@ -8,7 +8,8 @@ const noop = (): void => {};
  * @internal A response body's hold on its permit: released exactly once, when the body is read to
  * its end (the response's outcome), cancelled (that outcome, or `ignore` for a success: the work
  * was cut short), errored (the error's outcome: a network error or our timeout `dropped`, the
- * caller's abort `ignore`), not consumed within `bodyTimeoutMs` (`dropped`, the request aborted),
+ * caller's abort `ignore`), not consumed within `bodyTimeoutMs` (the request aborted; `dropped`
+ * while a read waits for the downstream, `ignore` while nobody reads),
  * or garbage-collected unconsumed (`ignore`, the request cancelled).
  *
  * It never references the body stream it feeds (nor the response): the collector can then find
@@ -19,6 +20,8 @@ export class BodyLease {
   #end: ((outcome: Outcome) => void) | undefined;
   #timer: unknown = undefined;
   #clock: Clock | undefined = undefined;
+  /** A read of the original body is pending (someone reads, the downstream has not sent yet). */
+  reading = false;
   /** The error a body timeout ended the body with (a reader gets it instead of a silent end). */
   timedOut: unknown = undefined;
   /** The call's budget, ended with the body (set when this response is the one handed out). */
@@ -82,7 +85,8 @@ export class BodyLease {
 
   /**
    * Starts the body timeout: after `ms`, unless released, `abort(error)` aborts the request (the
-   * body errors for a reader) and the permit goes back as `dropped`.
+   * body errors for a reader) and the permit goes back as `dropped` when a read was waiting for the
+   * downstream, or `ignore` when nobody was reading (the caller's doing, not the downstream's).
    */
   startTimeout(clock: Clock, ms: number, abort: (reason: unknown) => void): void {
     this.#clock = clock;
@@ -93,7 +97,7 @@ export class BodyLease {
         'TimeoutError',
       );
       this.timedOut = error;
-      this.finish('dropped');
+      this.finish(this.reading ? 'dropped' : 'ignore');
       abort(error);
       this.reader?.cancel(error).catch(noop);
     }, ms);
@@ -126,12 +130,15 @@ class BodySource implements UnderlyingSource<Uint8Array> {
   async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     const lease = this.#lease;
     let chunk: ReadableStreamReadResult<Uint8Array>;
+    lease.reading = true;
     try {
       chunk = await (lease.reader as ReadableStreamDefaultReader<Uint8Array>).read();
     } catch (error) {
+      lease.reading = false;
       lease.errored(error);
       throw error;
     }
+    lease.reading = false;
     if (!chunk.done) {
       controller.enqueue(chunk.value);
       return;

@@ -70,10 +70,11 @@ export interface LimitFetchOptions {
    */
   release?: 'body' | 'headers';
   /**
-   * With `release: 'body'`: how long after its headers a body may take to be consumed, in ms, a
-   * number > 0 (`Infinity`: no limit). At that time the request is aborted (a reader gets a
-   * `TimeoutError`) and the permit released as `dropped`. Without it, a body nobody reads holds its
-   * permit until the response is garbage-collected (then released as `ignore`) or `timeoutMs` ends.
+   * With `release: 'body'`: the longest time from the headers to the body's end, in ms, a number
+   * > 0 (`Infinity`: no limit). Then the request is aborted (a reader gets a `TimeoutError`) and the
+   * permit released as `dropped` when a read was waiting for the downstream, or `ignore` when
+   * nobody was reading. Without it, a body nobody reads holds its permit until the response is
+   * garbage-collected (then released as `ignore`), the caller's signal aborts, or `timeoutMs` ends.
    * @default Infinity
    */
   bodyTimeoutMs?: number;

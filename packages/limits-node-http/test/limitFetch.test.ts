@@ -10,6 +10,7 @@ import {
   ManualClock,
   reply,
   startServer,
+  turns,
   until,
 } from './support/fetchServer.js';
 
@@ -248,7 +249,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     await until(() => server.aborted === 1);
   });
 
-  test('the body timeout releases an unread body as dropped and a late reader gets a TimeoutError', async () => {
+  test('the body timeout releases an unread body as ignore and a late reader gets a TimeoutError', async () => {
     const { limiter, outcomes } = recorded();
     const clock = new ManualClock();
     server.handle = (_req, res) => {
@@ -261,10 +262,29 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     expect(limiter.inflight).toBe(1);
     clock.advance(1);
     expect(limiter.inflight).toBe(0);
-    expect(outcomes()).toEqual(['dropped']);
+    expect(outcomes()).toEqual(['ignore']);
     await expect(res.text()).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(clock.pending).toBe(0);
     await until(() => server.aborted === 1);
+  });
+
+  test('the body timeout releases a body still awaited from the downstream as dropped', async () => {
+    const { limiter, outcomes } = recorded();
+    const clock = new ManualClock();
+    server.handle = (_req, res) => {
+      res.writeHead(200);
+      res.write('first');
+    };
+    const f = limitFetch(baseFetch, { limiter, bodyTimeoutMs: 1000, clock });
+    const res = await f(server.url);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const next = reader.read(); // waits for a chunk the server never sends
+    await turns();
+    clock.advance(1000);
+    await expect(next).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(limiter.inflight).toBe(0);
+    expect(outcomes()).toEqual(['dropped']);
   });
 
   test('a body read in time clears the body timeout', async () => {
