@@ -10,7 +10,14 @@ export {
   type RejectMessage,
   type ReleaseMessage,
 } from './diagnostics.js';
-export { type FetchGuardOptions, fetchGuard, type LimitFetchGuard } from './fetchGuard.js';
+export {
+  type FetchAction,
+  type FetchCallContext,
+  type FetchGuardOptions,
+  fetchGuard,
+  type GuardFunction,
+  type LimitFetchGuard,
+} from './fetchGuard.js';
 export { type FetchFunction, limitFetch, retryAfterMs } from './limitFetch.js';
 export type {
   LimitFetchOptions,

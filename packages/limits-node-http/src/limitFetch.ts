@@ -1,4 +1,3 @@
-import type { CallContext } from 'limits-breaker';
 import {
   type AcquireOptions,
   type AttemptResult,
@@ -10,7 +9,12 @@ import {
 import { BodyLease, holdBody } from './fetchBody.js';
 import { anySignal, FetchBudget } from './fetchBudget.js';
 import { Exchange, errorOutcome, exchange, outcomes, type Send } from './fetchExchange.js';
-import { asFallbackResponse, type FetchAttempt, type FetchExchange } from './fetchGuard.js';
+import {
+  asFallbackResponse,
+  type FetchAttempt,
+  type FetchCallContext,
+  type FetchExchange,
+} from './fetchGuard.js';
 import {
   type LimitFetchConfig,
   type LimitFetchOptions,
@@ -256,7 +260,7 @@ class GuardedAttempt implements FetchAttempt {
     readonly budget: FetchBudget,
   ) {}
 
-  async run(ctx: CallContext): Promise<FetchExchange> {
+  async run(ctx: FetchCallContext): Promise<FetchExchange> {
     const { c, budget } = this;
     const signal = budget.signal === undefined ? ctx.signal : anySignal(budget.signal, ctx.signal);
     const x = await exchange(

@@ -1,8 +1,8 @@
-import { guard } from 'limits-breaker';
+import { type Guard, type GuardOptions, guard } from 'limits-breaker';
 import { Limiter, type ReleaseEvent, RetryPolicy } from 'limits-core';
 import { fetch as undiciFetch } from 'undici';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { fetchGuard, type LimitFetchGuard } from '../src/fetchGuard.js';
+import { afterEach, beforeEach, describe, expect, expectTypeOf, test } from 'vitest';
+import { fetchGuard } from '../src/fetchGuard.js';
 import { limitFetch } from '../src/limitFetch.js';
 import {
   type FetchServer,
@@ -20,7 +20,7 @@ const fetches = [
 
 describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch) => {
   let server: FetchServer;
-  const guards: LimitFetchGuard[] = [];
+  const guards: Guard<unknown[], unknown>[] = [];
   beforeEach(async () => {
     server = await startServer();
   });
@@ -30,7 +30,7 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
   });
 
   /** A guard on a shared limiter whose releases are recorded. */
-  function breaker(options: Parameters<typeof fetchGuard>[1] = {}) {
+  function breaker(options: Omit<GuardOptions<unknown[], unknown>, 'classify'> = {}) {
     const limiter = new Limiter({ limit: 5, maxQueued: 5 });
     const releases: ReleaseEvent[] = [];
     limiter.on('release', (e) => releases.push(e));
@@ -170,6 +170,16 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
 });
 
 describe('fetchGuard', () => {
+  test('returns the guard with limits-breaker own type and checks its options against guard()', async () => {
+    const g = fetchGuard(guard, { probeSlots: 2, fallback: (cause) => new Response(cause.reason) });
+    expectTypeOf(g).toEqualTypeOf<Guard<unknown[], unknown>>();
+    // @ts-expect-error a wrong option type is a compile error
+    expect(() => fetchGuard(guard, { probeSlots: 'two' })).toThrow(TypeError);
+    // @ts-expect-error classify belongs to limitFetch
+    expect(() => fetchGuard(guard, { classify: () => 'success' })).toThrow(/pass "classify"/);
+    await g.shutdown();
+  });
+
   test('refuses a guard function that is missing and a classify of its own', () => {
     expect(() => fetchGuard(undefined as never)).toThrow(/needs limits-breaker's guard/);
     expect(() => fetchGuard(guard, { classify: () => 'success' } as never)).toThrow(
