@@ -72,6 +72,40 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     expect(outcomes()).toEqual([outcome]);
   });
 
+  test.each([
+    ['delta-seconds', 429, '120', 120_000],
+    ['zero', 503, '0', 0],
+    ['HTTP-date in the past', 503, 'Sun, 06 Nov 1994 08:49:37 GMT', 0],
+    ['garbage', 503, 'soon', undefined],
+    ['negative', 429, '-5', undefined],
+    ['fractional', 503, '1.5', undefined],
+    ['huge', 503, '99999999', undefined],
+  ] as const)(
+    'surfaces a %s Retry-After of a real %i response through retryAfterMs',
+    async (_k, status, value, expected) => {
+      const { limiter } = recorded();
+      server.handle = reply(status, 'wait', { 'retry-after': value });
+      const f = limitFetch(baseFetch, { limiter });
+      const res = await f(server.url);
+      expect(retryAfterMs(res)).toBe(expected);
+      await res.body?.cancel();
+      expect(limiter.inflight).toBe(0);
+    },
+  );
+
+  test('surfaces an HTTP-date Retry-After in the future as the time left', async () => {
+    const { limiter } = recorded();
+    server.handle = reply(503, 'wait', {
+      'retry-after': new Date(Date.now() + 90_000).toUTCString(),
+    });
+    const f = limitFetch(baseFetch, { limiter });
+    const res = await f(server.url);
+    const ms = retryAfterMs(res) as number;
+    expect(ms).toBeGreaterThan(80_000);
+    expect(ms).toBeLessThanOrEqual(90_000);
+    await res.text();
+  });
+
   test('keeps status, status text, headers and url on the response it hands out', async () => {
     const { limiter } = recorded();
     server.handle = (_req, res) => {
