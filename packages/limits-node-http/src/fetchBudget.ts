@@ -94,7 +94,6 @@ export function anySignal(
   onUnlink?: (unlink: () => void) => void,
 ): AbortSignal {
   if (typeof AbortSignal.any === 'function') return AbortSignal.any([a, b]);
-  /* v8 ignore next 14 -- Node 20.0–20.2 only */
   const controller = new AbortController();
   if (a.aborted || b.aborted) {
     controller.abort(a.aborted ? a.reason : b.reason);

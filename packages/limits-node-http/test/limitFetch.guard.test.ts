@@ -86,6 +86,8 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
     expect(server.requests).toHaveLength(1);
     expect(policy.stats()).toMatchObject({ attempts: 2, retries: 1 });
     await expect(f(server.url)).rejects.toMatchObject({ code: 'CIRCUIT_OPEN' });
+    const withSignal = f(server.url, { signal: new AbortController().signal });
+    await expect(withSignal).rejects.toMatchObject({ code: 'CIRCUIT_OPEN' });
     expect(server.requests).toHaveLength(1);
     expect(g.limiter.inflight).toBe(0);
   });

@@ -407,6 +407,60 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     expect(outcomes()).toEqual(['dropped']);
   });
 
+  test('a user classify decides the outcome of an error too', async () => {
+    const { limiter, outcomes } = recorded();
+    const url = server.url;
+    await server.close();
+    const f = limitFetch(baseFetch, {
+      limiter,
+      classify: (r) => (r.error === undefined ? undefined : 'ignore'),
+    });
+    await expect(f(url)).rejects.toThrow(TypeError);
+    expect(outcomes()).toEqual(['ignore']);
+    server = await startServer();
+  });
+
+  test('a budget already spent when the permit is asked for rejects with a TimeoutError', async () => {
+    const { limiter } = recorded();
+    let t = 0;
+    const jumpy = { now: () => (t += 1000), setTimeout: () => 0, clearTimeout: () => {} };
+    const f = limitFetch(baseFetch, { limiter, timeoutMs: 500, clock: jumpy });
+    await expect(f(server.url)).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(server.requests).toHaveLength(0);
+    expect(limiter.inflight).toBe(0);
+  });
+
+  test('merges the signals by hand where AbortSignal.any is missing, and unlinks them', async () => {
+    const { limiter, outcomes } = recorded();
+    const any = AbortSignal.any;
+    (AbortSignal as { any?: unknown }).any = undefined;
+    try {
+      const clock = new ManualClock();
+      const f = limitFetch(baseFetch, { limiter, timeoutMs: 500, clock });
+      // The caller's abort.
+      server.handle = () => {};
+      const controller = new AbortController();
+      const aborted = f(server.url, { signal: controller.signal });
+      await until(() => server.requests.length === 1);
+      controller.abort('mine');
+      await expect(aborted).rejects.toBe('mine');
+      // Our timeout.
+      const timed = f(server.url, { signal: new AbortController().signal });
+      await until(() => server.requests.length === 2);
+      clock.advance(500);
+      await expect(timed).rejects.toMatchObject({ name: 'TimeoutError' });
+      // A call that ended: a later abort of its signal changes nothing.
+      server.handle = reply(200, 'ok');
+      const late = new AbortController();
+      expect(await (await f(server.url, { signal: late.signal })).text()).toBe('ok');
+      late.abort('after the end');
+      expect(outcomes()).toEqual(['ignore', 'dropped', 'success']);
+      expect(clock.pending).toBe(0);
+    } finally {
+      AbortSignal.any = any;
+    }
+  });
+
   test('a refusal by the limiter rejects with LimitExceededError before any network call', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 0 });
     const held = await limiter.acquire();
