@@ -166,7 +166,9 @@ export function holdBody(response: Response, lease: BodyLease): Response {
   lease.reader = (response.body as ReadableStream<Uint8Array>).getReader();
   const stream = new ReadableStream<Uint8Array>(new BodySource(lease), { highWaterMark: 0 });
   registry?.register(stream, lease, lease);
-  const Ctor = response.constructor as typeof Response;
+  // The response's own class (undici's Response stays one); the global one for a look-alike.
+  const own = response.constructor as typeof Response;
+  const Ctor = typeof own === 'function' && own !== Object ? own : Response;
   const held = new Ctor(stream, {
     status: response.status,
     statusText: response.statusText,

@@ -40,7 +40,7 @@ export async function exchange(
     return new Exchange(errorOutcome(c, request, error, callerSignal), true, undefined, error);
   }
   const outcome = responseOutcome(c, request, response);
-  outcomes.set(response, outcome);
+  if (c.retry !== undefined) outcomes.set(response, outcome);
   return new Exchange(outcome, false, response, undefined);
 }
 

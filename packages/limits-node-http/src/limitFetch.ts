@@ -323,7 +323,7 @@ function holdResponse(
     lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => budget.abort(reason));
   }
   leases.set(held, lease);
-  outcomes.set(held, x.outcome);
+  if (c.retry !== undefined) outcomes.set(held, x.outcome);
   return held;
 }
 

@@ -536,6 +536,30 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
   });
 });
 
+describe('limitFetch with a fetch look-alike', () => {
+  test('wraps a response that is not a Response class instance into a global Response', async () => {
+    const { limiter, outcomes } = recorded();
+    const lookalike = async (_input: string) => ({
+      status: 201,
+      statusText: 'Created',
+      headers: new Headers({ 'x-id': '7' }),
+      url: 'http://example.test/things',
+      redirected: false,
+      type: 'basic',
+      body: new Response('made').body,
+    });
+    const f = limitFetch(lookalike, { limiter });
+    const res = (await f('http://example.test/things')) as unknown as Response;
+    expect(res).toBeInstanceOf(Response);
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-id')).toBe('7');
+    expect(res.url).toBe('http://example.test/things');
+    expect(limiter.inflight).toBe(1);
+    expect(await res.text()).toBe('made');
+    expect(outcomes()).toEqual(['success']);
+  });
+});
+
 describe('retryAfterMs', () => {
   test.each([
     ['120', 120_000],
