@@ -167,8 +167,8 @@ export function holdBody(response: Response, lease: BodyLease): Response {
   const stream = new ReadableStream<Uint8Array>(new BodySource(lease), { highWaterMark: 0 });
   registry?.register(stream, lease, lease);
   // The response's own class (undici's Response stays one); the global one for a look-alike.
-  const own = response.constructor as typeof Response;
-  const Ctor = typeof own === 'function' && own !== Object ? own : Response;
+  const own: unknown = response.constructor;
+  const Ctor = typeof own === 'function' && own !== Object ? (own as typeof Response) : Response;
   const held = new Ctor(stream, {
     status: response.status,
     statusText: response.statusText,
