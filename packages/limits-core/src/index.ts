@@ -6,6 +6,7 @@ export {
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
+export { checkClock } from './internal/checkClock.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
 /** Option checks with limits' one message shape, for integration packages (e.g. limits-breaker). */
