@@ -1,6 +1,7 @@
 export {
   type LimitExceededDetails,
   LimitExceededError,
+  REJECT_REASONS,
   type RejectReason,
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
@@ -63,7 +64,7 @@ export {
   type PartitionLedger,
   type PartitionOptions,
 } from './partition/PartitionedLimiter.js';
-export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
+export { type Classify, defaultClassify, OUTCOMES, type Outcome } from './permit/outcome.js';
 export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';
 export type { BudgetExhaustedEvent, RetryEvent, RetryEvents } from './retry/events.js';
