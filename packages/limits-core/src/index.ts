@@ -65,3 +65,13 @@ export {
 export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
 export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';
+export type { BudgetExhaustedEvent, RetryEvent, RetryEvents } from './retry/events.js';
+export { isRefusal } from './retry/isRefusal.js';
+export type {
+  AttemptResult,
+  RetryOptions,
+  RetryRunOptions,
+  RetryStats,
+} from './retry/options.js';
+export { RetryBudget, type RetryBudgetOptions } from './retry/RetryBudget.js';
+export { RetryPolicy } from './retry/RetryPolicy.js';
