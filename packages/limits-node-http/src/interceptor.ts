@@ -2,6 +2,7 @@ import type { Limiter } from 'limits-core';
 import { LimitHandler } from './interceptorHandler.js';
 import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
 import { type LimitInterceptorOptions, resolveInterceptorOptions } from './interceptorOptions.js';
+import { isIdempotent, isReplayable, RetryingHandler } from './interceptorRetry.js';
 import type {
   Dispatch,
   DispatchHandler,
@@ -42,6 +43,7 @@ import type {
 export function limitInterceptor(options: LimitInterceptorOptions): DispatchInterceptor {
   const config = resolveInterceptorOptions(options);
   const limiters = originLimiters(config.limiter, config.maxOrigins);
+  const retry = config.retry;
   return (dispatch: Dispatch): Dispatch =>
     function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
       const origin = originOf(opts.origin);
@@ -54,6 +56,12 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
         }
         if (limiter === undefined) return dispatch(opts, handler);
       } else limiter = limiters;
+      if (
+        retry !== undefined &&
+        (config.shouldRetry !== undefined || isIdempotent(opts.method)) &&
+        isReplayable(opts)
+      )
+        return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
       return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);
     };
 }

@@ -37,6 +37,11 @@ export class LimitController implements DispatchController {
     return this.#paused || (this.#target?.paused ?? false);
   }
 
+  /** The caller paused (a pause of the connection's own controller aside). */
+  get pausedByCaller(): boolean {
+    return this.#paused;
+  }
+
   get reason(): Error | null {
     return this.#reason ?? this.#target?.reason ?? null;
   }

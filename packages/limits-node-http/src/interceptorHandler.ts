@@ -78,12 +78,19 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
   /**
    * Asks `limiter` for a permit and dispatches at once when one is free; otherwise the request waits
    * in the limiter's queue and is dispatched when granted.
+   * @param deadline - the call's deadline on the config's clock, for an attempt of a retried call
+   *   (default: `timeoutMs` from now).
    * @returns what the next dispatcher returned, or `true` while the request waits (or was refused).
    */
-  start(limiter: Limiter): boolean {
+  start(limiter: Limiter, deadline?: number): boolean {
     const config = this.#config;
-    if (config.acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
-    const permit = limiter.acquireWith(this, config.acquireOptions);
+    let acquireOptions = config.acquireOptions;
+    if (deadline !== undefined) {
+      // A retried call's attempt: what is left of the call's budget (`Infinity`: none).
+      this.#deadline = deadline;
+      if (deadline !== Infinity) acquireOptions = { timeoutMs: deadline - config.clock.now() };
+    } else if (acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
+    const permit = limiter.acquireWith(this, acquireOptions);
     if (permit !== undefined) return this.#send(permit);
     // Queued (a refusal at admission already answered the caller): the caller gets its controller
     // now, so that its abort takes the request out of the limiter's queue.

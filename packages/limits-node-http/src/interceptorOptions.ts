@@ -8,6 +8,7 @@ import {
   formatValue,
   type Limiter,
   type Outcome,
+  type RetryPolicy,
   systemClock,
 } from 'limits-core';
 import type { InterceptorHeaders } from './interceptorTypes.js';
@@ -95,6 +96,22 @@ export interface LimitInterceptorOptions {
    */
   onRetryAfter?: (event: RetryAfterEvent) => void;
   /**
+   * Opt-in retries under a limits-core `RetryPolicy` (its `maxAttempts`, full-jitter back-off and
+   * `RetryBudget`, which caps retries to a share of recent requests). Only requests whose body can
+   * be sent again (none, a string or bytes) are retried, and only attempts `shouldRetry` accepts;
+   * each attempt takes its own permit; a `Retry-After` on a 429 or 503 is the least wait (a longer
+   * one than the policy's `maxDelayMs` ends the retries); a refusal by the limiter is never retried;
+   * `timeoutMs` is the budget of the whole call, retries included. The caller sees only the final
+   * attempt's response (or error).
+   */
+  retry?: RetryPolicy;
+  /**
+   * With `retry`: whether an attempt's result may be retried (`attempt` counts from 1). Replaces
+   * the default: an idempotent method (GET, HEAD, OPTIONS, PUT, DELETE, TRACE, QUERY) whose
+   * attempt ended in 429, 502, 503, 504 or a network error (not a `TimeoutError`).
+   */
+  shouldRetry?: (call: InterceptedCall, attempt: number) => boolean;
+  /**
    * The clock that times `timeoutMs` once a request has its permit; give it the limiter's clock.
    * @default limits-core's `systemClock`
    */
@@ -111,6 +128,8 @@ export interface InterceptorConfig {
   readonly acquireOptions: AcquireOptions | undefined;
   readonly releaseAtHeaders: boolean;
   readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
+  readonly retry: RetryPolicy | undefined;
+  readonly shouldRetry: ((call: InterceptedCall, attempt: number) => boolean) | undefined;
   readonly clock: Clock;
 }
 
@@ -121,6 +140,8 @@ const KEYS = [
   'timeoutMs',
   'release',
   'onRetryAfter',
+  'retry',
+  'shouldRetry',
   'clock',
 ] as const;
 
@@ -149,6 +170,11 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     'onRetryAfter',
     options.onRetryAfter,
   );
+  const retry = checkRetryPolicy(options.retry);
+  const shouldRetry = checkFunction<InterceptorConfig['shouldRetry']>(
+    'shouldRetry',
+    options.shouldRetry,
+  );
   const clock = checkClock(options.clock);
   return {
     limiter,
@@ -158,6 +184,8 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     acquireOptions: timeoutMs === Infinity ? undefined : { timeoutMs },
     releaseAtHeaders: release === 'headers',
     onRetryAfter,
+    retry,
+    shouldRetry,
     clock,
   };
 }
@@ -189,4 +217,15 @@ function checkClock(value: unknown): Clock {
   throw new TypeError(
     `limits: option "clock" must be a Clock (now, setTimeout, clearTimeout), got ${formatValue(value)}`,
   );
+}
+
+function checkRetryPolicy(value: unknown): RetryPolicy | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as RetryPolicy).run === 'function'
+  )
+    return value as RetryPolicy;
+  throw new TypeError(`limits: option "retry" must be a RetryPolicy, got ${formatValue(value)}`);
 }

@@ -38,11 +38,14 @@ export interface TestServer {
  * - `/slow[?status=<code>]` sends the headers and a first chunk, then holds the response open
  *   (in `held`) until the test writes or ends it;
  * - `/big` sends a 1 MiB `content-length` and a first chunk, then holds the response;
+ * - `/flaky/<n>[?status=<code>&retry-after=<value>]` fails the first `n` requests to that URL (503 by
+ *   default), then answers 200 `ok after <n>`;
  * - `/hang` never answers (held).
  */
 export async function startServer(): Promise<TestServer> {
   let count = 0;
   const held: ServerResponse[] = [];
+  const flaky = new Map<string, number>();
   const waiting: Array<{ n: number; resolve: () => void }> = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     count++;
@@ -67,6 +70,16 @@ export async function startServer(): Promise<TestServer> {
       res.writeHead(200, { 'content-length': String(1024 * 1024) });
       res.write(Buffer.alloc(1024));
       held.push(res);
+    } else if (route === 'flaky') {
+      // Fails the first <arg> requests to this URL (status, default 503; retry-after if given).
+      const seen = (flaky.get(req.url ?? '') ?? 0) + 1;
+      flaky.set(req.url ?? '', seen);
+      if (seen <= Number(arg)) {
+        const retryAfter = url.searchParams.get('retry-after');
+        if (retryAfter !== null) res.setHeader('retry-after', retryAfter);
+        res.statusCode = Number(url.searchParams.get('status') ?? 503);
+        res.end(`failed ${seen}`);
+      } else res.end(`ok after ${seen - 1}`);
     } else if (route === 'hang') {
       held.push(res);
     } else {
@@ -98,6 +111,8 @@ export class ManualClock implements Clock {
   #now = 0;
   #timers = new Map<number, { at: number; fn: () => void }>();
   #next = 1;
+  /** The delay of every timer set, in order. */
+  readonly delays: number[] = [];
 
   now(): number {
     return this.#now;
@@ -105,6 +120,7 @@ export class ManualClock implements Clock {
 
   setTimeout(fn: () => void, ms: number): unknown {
     const id = this.#next++;
+    this.delays.push(ms);
     this.#timers.set(id, { at: this.#now + ms, fn });
     return id;
   }
