@@ -48,6 +48,8 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
   #ticket: QueueTicket | undefined = undefined;
   #connection: DispatchController | undefined = undefined;
   #deadline = Infinity;
+  /** When the body must have ended (`bodyTimeoutMs` after the headers), when earlier than `#deadline`. */
+  #bodyDeadline = Infinity;
   #timer: unknown = undefined;
   /** The caller's handler got `onRequestStart`. */
   #started = false;
@@ -59,6 +61,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
   #outcome: Outcome = 'success';
   #callerAbort: Error | undefined = undefined;
   #timeout: Error | undefined = undefined;
+  #timeoutOutcome: Outcome = 'dropped';
 
   constructor(
     config: InterceptorConfig,
@@ -183,7 +186,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
       if (this.#config.releaseAtHeaders) {
         this.#clearTimer();
         this.#release(this.#outcome);
-      }
+      } else if (this.#config.bodyTimeoutMs !== Infinity) this.#armBodyTimeout();
     }
     this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
   }
@@ -203,7 +206,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
   onResponseError(controller: DispatchController | null | undefined, error: Error): void {
     this.#clearTimer();
     let outcome: Outcome;
-    if (this.#timeout !== undefined) outcome = 'dropped';
+    if (this.#timeout !== undefined) outcome = this.#timeoutOutcome;
     else if (this.#callerAbort !== undefined || controller?.aborted === true) {
       // The caller gave up (through us, or through undici's own queue-abort hook, which aborts the
       // connection's controller directly): that says nothing about the downstream, unless the
@@ -244,14 +247,35 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
     this.#handler.onRequestStart?.(this.#controller, context);
   }
 
+  #armBodyTimeout(): void {
+    const { clock, bodyTimeoutMs } = this.#config;
+    const at = clock.now() + bodyTimeoutMs;
+    if (at >= this.#deadline) return;
+    this.#clearTimer();
+    this.#bodyDeadline = at;
+    this.#timer = clock.setTimeout(() => this.#onTimeout(), bodyTimeoutMs);
+  }
+
   #onTimeout(): void {
     this.#timer = undefined;
     if (this.#done || this.#permit === undefined) return;
-    const { timeoutMs } = this.#config;
-    const error = new DOMException(
-      `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
-      'TimeoutError',
-    );
+    const { timeoutMs, bodyTimeoutMs } = this.#config;
+    const request = `${this.#opts.method} ${this.#origin}${this.#opts.path}`;
+    let error: DOMException;
+    if (this.#bodyDeadline < this.#deadline) {
+      error = new DOMException(
+        `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`,
+        'TimeoutError',
+      );
+      // A body the caller stopped reading (undici paused for it) says nothing about the
+      // downstream; one the downstream sends too slowly is congestion.
+      if (this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
+    } else {
+      error = new DOMException(
+        `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
+        'TimeoutError',
+      );
+    }
     this.#timeout = error;
     if (this.#connection !== undefined) {
       this.#connection.abort(error);

@@ -83,6 +83,15 @@ export interface LimitInterceptorOptions {
    */
   timeoutMs?: number;
   /**
+   * Longest time in ms, a number > 0 (`Infinity`: none), from the response headers to the end of
+   * the body; then the request is aborted with a `TimeoutError`, and its permit goes back — as
+   * `ignore` when the caller had stopped reading (undici paused the body for it: a body nobody
+   * reads no longer holds a permit), else `dropped` (the downstream streams too slowly). Unused
+   * with `release: 'headers'`.
+   * @default Infinity
+   */
+  bodyTimeoutMs?: number;
+  /**
    * When the permit goes back: `'body'` — when the response body has been read to its end,
    * errored or been aborted (a body that streams is work in flight); `'headers'` — as soon as the
    * response headers arrive.
@@ -126,6 +135,7 @@ export interface InterceptorConfig {
   readonly timeoutMs: number;
   /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a budget. */
   readonly acquireOptions: AcquireOptions | undefined;
+  readonly bodyTimeoutMs: number;
   readonly releaseAtHeaders: boolean;
   readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
   readonly retry: RetryPolicy | undefined;
@@ -138,6 +148,7 @@ const KEYS = [
   'maxOrigins',
   'classify',
   'timeoutMs',
+  'bodyTimeoutMs',
   'release',
   'onRetryAfter',
   'retry',
@@ -165,6 +176,11 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     minExclusive: true,
     allowInfinity: true,
   });
+  const bodyTimeoutMs = checkNumber('bodyTimeoutMs', options.bodyTimeoutMs, Infinity, {
+    min: 0,
+    minExclusive: true,
+    allowInfinity: true,
+  });
   const release = checkOneOf('release', options.release, 'body', ['body', 'headers']);
   const onRetryAfter = checkFunction<InterceptorConfig['onRetryAfter']>(
     'onRetryAfter',
@@ -182,6 +198,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     classify,
     timeoutMs,
     acquireOptions: timeoutMs === Infinity ? undefined : { timeoutMs },
+    bodyTimeoutMs,
     releaseAtHeaders: release === 'headers',
     onRetryAfter,
     retry,

@@ -176,6 +176,24 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     held.ignore();
   });
 
+  test("the caller's abort while an attempt waits for a permit takes it out of the queue, unsent", async () => {
+    const limiter = limiterOf({ limit: 1, maxQueued: 10 });
+    const retry = policyOf();
+    const dispatcher = agentWith({ limiter, retry });
+    const held = limiter.tryAcquire() as Permit;
+    const ac = new AbortController();
+    const pending = undici
+      .request(`${server.origin}/status/200`, { dispatcher, signal: ac.signal })
+      .catch((e) => e);
+    await until(() => limiter.queued === 1, 'the attempt waits');
+    ac.abort(new Error('caller gave up'));
+    expect(limiter.queued).toBe(0);
+    expect((await pending).message).toBe('caller gave up');
+    expect(retry.stats()).toMatchObject({ attempts: 1, retries: 0 });
+    held.ignore();
+    expect(server.count).toBe(0);
+  });
+
   test('a Retry-After is the least wait before the retry', async () => {
     const clock = new ManualClock();
     const limiter = limiterOf();

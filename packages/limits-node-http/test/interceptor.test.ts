@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { LimitExceededError, Limiter, type Outcome, type Permit } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
@@ -14,6 +16,10 @@ import {
   undiciVersions,
   until,
 } from './support/interceptorServer.js';
+
+setFlagsFromString('--expose-gc');
+/** V8's collector, reachable once the flag is set (for the garbage-collected body test). */
+const gc = runInNewContext('gc') as () => void;
 
 test.skipIf(undici8Runs)(
   `undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`,
@@ -119,6 +125,40 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
       ['GET', 404, '4', undefined],
       ['GET', 503, '4', undefined],
     ]);
+  });
+
+  test('a classify that throws or answers something else gets the default outcome', async () => {
+    const limiter = limiterOf();
+    let calls = 0;
+    const dispatcher = agentWith({
+      limiter,
+      classify: () => {
+        calls++;
+        if (calls === 1) throw new Error('bug in classify');
+        return 'maybe' as Outcome;
+      },
+    });
+    for (const status of [503, 500]) {
+      const res = await undici.request(`${server.origin}/status/${status}`, { dispatcher });
+      await res.body.text();
+    }
+    expect(outcomes).toEqual(['dropped', 'failure']);
+  });
+
+  test('an onRetryAfter hook that throws fails the request with its error and releases the permit', async () => {
+    const limiter = limiterOf();
+    const dispatcher = agentWith({
+      limiter,
+      onRetryAfter: () => {
+        throw new Error('hook failed');
+      },
+    });
+    const error = await undici
+      .request(`${server.origin}/status/503?retry-after=1`, { dispatcher })
+      .catch((e) => e);
+    expect(error.message).toBe('hook failed');
+    await until(() => limiter.inflight === 0, 'the permit is back');
+    expect(outcomes).toHaveLength(1);
   });
 
   test('a Retry-After on a 429 or 503 is parsed and reported (delta-seconds and HTTP-date); garbage, negative and huge ones are not', async () => {
@@ -306,6 +346,59 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
     expect((await text).name).toBe('TimeoutError');
     await until(() => limiter.inflight === 0, 'the permit is back');
     expect(outcomes).toEqual(['dropped']);
+  });
+
+  test('bodyTimeoutMs reclaims the permit of a body nobody reads, as ignore', async () => {
+    const clock = new ManualClock();
+    const limiter = limiterOf({ clock });
+    const dispatcher = agentWith({ limiter, bodyTimeoutMs: 5_000, clock });
+    const res = await undici.request(`${server.origin}/flood`, { dispatcher });
+    const failed = new Promise((resolve) => res.body.on('error', resolve));
+    await until(() => server.held.length === 1, 'the server holds the response');
+    // The body's buffer fills up: undici pauses it for its (absent) reader.
+    await until(
+      () => res.body.readableLength >= res.body.readableHighWaterMark,
+      "the body's buffer is full",
+    );
+    expect(limiter.inflight).toBe(1);
+    clock.advance(5_000);
+    expect(((await failed) as Error).name).toBe('TimeoutError');
+    await until(() => limiter.inflight === 0, 'the permit is back');
+    expect(outcomes).toEqual(['ignore']);
+  });
+
+  test('a fetch Response garbage-collected unread gives its permit back (undici cancels its body)', async () => {
+    const limiter = limiterOf();
+    const dispatcher = agentWith({ limiter });
+    await (async () => {
+      const res = await undici.fetch(`${server.origin}/flood`, { dispatcher });
+      expect(res.status).toBe(200);
+    })();
+    await until(() => server.held.length === 1, 'the server holds the response');
+    expect(limiter.inflight).toBe(1);
+    for (let i = 0; i < 50 && limiter.inflight > 0; i++) {
+      gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(limiter.inflight).toBe(0);
+    expect(outcomes).toEqual(['ignore']);
+  });
+
+  test('bodyTimeoutMs counts a body the downstream streams too slowly as dropped', async () => {
+    const clock = new ManualClock();
+    const limiter = limiterOf({ clock });
+    const dispatcher = agentWith({ limiter, bodyTimeoutMs: 5_000, timeoutMs: 60_000, clock });
+    const res = await undici.request(`${server.origin}/slow`, { dispatcher });
+    const text = res.body.text().catch((e) => e);
+    clock.advance(4_999);
+    expect(limiter.inflight).toBe(1);
+    clock.advance(1);
+    const error = await text;
+    expect(error.name).toBe('TimeoutError');
+    expect(error.message).toContain('bodyTimeoutMs');
+    await until(() => limiter.inflight === 0, 'the permit is back');
+    expect(outcomes).toEqual(['dropped']);
+    expect(clock.pending).toBe(0);
   });
 
   test('timeoutMs is the limiter’s budget too: a request queued past it is refused as expired, unsent', async () => {

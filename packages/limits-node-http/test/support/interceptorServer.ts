@@ -40,7 +40,8 @@ export interface TestServer {
  * - `/big` sends a 1 MiB `content-length` and a first chunk, then holds the response;
  * - `/flaky/<n>[?status=<code>&retry-after=<value>]` fails the first `n` requests to that URL (503 by
  *   default), then answers 200 `ok after <n>`;
- * - `/hang` never answers (held).
+ * - `/hang` never answers (held);
+ * - `/flood` sends 4 MiB of an 8 MiB body at once, then holds the response.
  */
 export async function startServer(): Promise<TestServer> {
   let count = 0;
@@ -81,6 +82,11 @@ export async function startServer(): Promise<TestServer> {
         res.end(`failed ${seen}`);
       } else res.end(`ok after ${seen - 1}`);
     } else if (route === 'hang') {
+      held.push(res);
+    } else if (route === 'flood') {
+      // More than any client buffers: an unread body is paused by the client.
+      res.writeHead(200, { 'content-length': String(8 * 1024 * 1024) });
+      res.write(Buffer.alloc(4 * 1024 * 1024));
       held.push(res);
     } else {
       res.statusCode = 404;
