@@ -427,6 +427,29 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
     expect(outcomes).toEqual(['success']);
   });
 
+  test('composed before the redirect interceptor, each redirect hop takes its own permit; after it, one permit covers the chain', async () => {
+    const limiter = limiterOf();
+    const perHop = new undici.Agent().compose(
+      limitInterceptor({ limiter }),
+      undici.interceptors.redirect({ maxRedirections: 2 }),
+    );
+    const perChain = new undici.Agent().compose(
+      undici.interceptors.redirect({ maxRedirections: 2 }),
+      limitInterceptor({ limiter }),
+    );
+    agents.push(perHop, perChain);
+    const hops = await undici.request(`${server.origin}/redirect/503`, { dispatcher: perHop });
+    expect(hops.statusCode).toBe(503);
+    await hops.body.text();
+    expect(outcomes).toEqual(['success', 'dropped']);
+    const chain = await undici.request(`${server.origin}/redirect/200`, { dispatcher: perChain });
+    expect(chain.statusCode).toBe(200);
+    await chain.body.text();
+    expect(outcomes).toEqual(['success', 'dropped', 'success']);
+    expect(server.count).toBe(4);
+    expect(limiter.inflight).toBe(0);
+  });
+
   test('a limiter per origin: each origin has its own limiter, and an origin the function skips is not limited', async () => {
     const other = await startServer();
     try {

@@ -40,6 +40,7 @@ export interface TestServer {
  * - `/big` sends a 1 MiB `content-length` and a first chunk, then holds the response;
  * - `/flaky/<n>[?status=<code>&retry-after=<value>]` fails the first `n` requests to that URL (503 by
  *   default), then answers 200 `ok after <n>`;
+ * - `/redirect/<code>` answers 302 to `/status/<code>`;
  * - `/hang` never answers (held);
  * - `/flood` sends 4 MiB of an 8 MiB body at once, then holds the response.
  */
@@ -81,6 +82,9 @@ export async function startServer(): Promise<TestServer> {
         res.statusCode = Number(url.searchParams.get('status') ?? 503);
         res.end(`failed ${seen}`);
       } else res.end(`ok after ${seen - 1}`);
+    } else if (route === 'redirect') {
+      res.writeHead(302, { location: `/status/${arg}` });
+      res.end('moved');
     } else if (route === 'hang') {
       held.push(res);
     } else if (route === 'flood') {
