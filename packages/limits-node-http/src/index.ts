@@ -3,6 +3,7 @@ export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
 export { limitInterceptor } from './interceptor.js';
 export type {
   InterceptedCall,
+  InterceptedRequest,
   LimiterSource,
   LimitInterceptorOptions,
   RetryAfterEvent,

@@ -2,7 +2,7 @@ import type { Limiter } from 'limits-core';
 import { LimitHandler } from './interceptorHandler.js';
 import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
 import { type LimitInterceptorOptions, resolveInterceptorOptions } from './interceptorOptions.js';
-import { isIdempotent, isReplayable, RetryingHandler } from './interceptorRetry.js';
+import { isReplayable, RetryingHandler } from './interceptorRetry.js';
 import type {
   Dispatch,
   DispatchHandler,
@@ -25,7 +25,7 @@ import type {
  * for the whole chain (retry back-offs included).
  *
  * @param options - the limiter (or one per origin), `classify`, `timeoutMs`, `release`,
- *   `onRetryAfter`, `maxOrigins`, `clock`; see {@link LimitInterceptorOptions}.
+ *   `bodyTimeoutMs`, `onRetryAfter`, `retry`, `retryable`, `maxOrigins`, `clock`; see {@link LimitInterceptorOptions}.
  * @returns an interceptor `(dispatch) => dispatch`.
  * @throws TypeError for a missing limiter or a wrong type; RangeError for a value out of range.
  * @example
@@ -58,8 +58,8 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
       } else limiter = limiters;
       if (
         retry !== undefined &&
-        (config.shouldRetry !== undefined || isIdempotent(opts.method)) &&
-        isReplayable(opts)
+        isReplayable(opts) &&
+        config.retryable({ method: opts.method, url: origin + opts.path })
       )
         return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
       return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);

@@ -26,6 +26,39 @@ const OUTCOMES: ReadonlySet<unknown> = new Set<Outcome>([
 ]);
 
 /**
+ * The outcome of a request that ended with the response `statusCode` (`error` undefined) or with
+ * `error`: the `classify` option's answer when it gives one, else `classifyStatus` /
+ * `classifyError`. A `classify` that throws or answers something else gets the default.
+ */
+export function decideOutcome(
+  config: InterceptorConfig,
+  origin: string,
+  method: string,
+  statusCode: number,
+  headers: InterceptorHeaders | undefined,
+  error: unknown,
+): Outcome {
+  const classify = config.classify;
+  if (classify !== undefined) {
+    const call: InterceptedCall = {
+      origin,
+      method,
+      statusCode: statusCode === 0 ? undefined : statusCode,
+      headers,
+      error,
+    };
+    let outcome: unknown;
+    try {
+      outcome = classify(call);
+    } catch {
+      outcome = undefined;
+    }
+    if (OUTCOMES.has(outcome)) return outcome as Outcome;
+  }
+  return error === undefined ? classifyStatus(statusCode) : classifyError(error);
+}
+
+/**
  * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and
  * redirect handlers): the state of the call lives here, between the caller's handler and the next
  * dispatcher. It waits for a permit (as the limiter's {@link PermitRequest}: no promise, no closure),
@@ -301,24 +334,14 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
 
   /** The outcome of the response (`error` undefined) or of the error that ended the request. */
   #decide(error: unknown): Outcome {
-    const classify = this.#config.classify;
-    if (classify !== undefined) {
-      const call: InterceptedCall = {
-        origin: this.#origin,
-        method: this.#opts.method,
-        statusCode: this.#statusCode === 0 ? undefined : this.#statusCode,
-        headers: this.#headers,
-        error,
-      };
-      let outcome: unknown;
-      try {
-        outcome = classify(call);
-      } catch {
-        outcome = undefined;
-      }
-      if (OUTCOMES.has(outcome)) return outcome as Outcome;
-    }
-    return error === undefined ? classifyStatus(this.#statusCode) : classifyError(error);
+    return decideOutcome(
+      this.#config,
+      this.#origin,
+      this.#opts.method,
+      this.#statusCode,
+      this.#headers,
+      error,
+    );
   }
 
   #retryAfter(statusCode: number, headers: InterceptorHeaders): void {

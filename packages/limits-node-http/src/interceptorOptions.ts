@@ -39,6 +39,14 @@ export interface InterceptedCall {
   readonly error?: unknown;
 }
 
+/** What {@link LimitInterceptorOptions.retryable} is asked about: one request, before it is sent. */
+export interface InterceptedRequest {
+  /** The request's method, e.g. `"GET"`. */
+  readonly method: string;
+  /** The request's absolute URL (origin and path). */
+  readonly url: string;
+}
+
 /** A downstream's `Retry-After` on a 429 or 503, parsed (see {@link LimitInterceptorOptions.onRetryAfter}). */
 export interface RetryAfterEvent {
   /** The request's origin. */
@@ -106,20 +114,21 @@ export interface LimitInterceptorOptions {
   onRetryAfter?: (event: RetryAfterEvent) => void;
   /**
    * Opt-in retries under a limits-core `RetryPolicy` (its `maxAttempts`, full-jitter back-off and
-   * `RetryBudget`, which caps retries to a share of recent requests). Only requests whose body can
-   * be sent again (none, a string or bytes) are retried, and only attempts `shouldRetry` accepts;
-   * each attempt takes its own permit; a `Retry-After` on a 429 or 503 is the least wait (a longer
-   * one than the policy's `maxDelayMs` ends the retries); a refusal by the limiter is never retried;
-   * `timeoutMs` is the budget of the whole call, retries included. The caller sees only the final
-   * attempt's response (or error).
+   * `RetryBudget`, which caps retries to a share of recent requests), as `limitFetch` does: each
+   * attempt takes its own permit; a response classified `dropped` or `failure` (429, 5xx) and an
+   * error classified `dropped` (a network error) are retried, after at least their `Retry-After`
+   * when it is valid (one longer than the policy's `maxDelayMs` ends the retries); a refusal by the
+   * limiter, the caller's abort and a `TimeoutError` end the call; `timeoutMs` is the budget of the
+   * whole call. Only requests that `retryable` accepts and whose body can be sent again (none, a
+   * string or bytes; not a stream) are retried. The caller sees the final attempt only.
+   * @default no retries
    */
   retry?: RetryPolicy;
   /**
-   * With `retry`: whether an attempt's result may be retried (`attempt` counts from 1). Replaces
-   * the default: an idempotent method (GET, HEAD, OPTIONS, PUT, DELETE, TRACE, QUERY) whose
-   * attempt ended in 429, 502, 503, 504 or a network error (not a `TimeoutError`).
+   * With `retry`: which requests may be repeated.
+   * @default idempotent methods only: GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2)
    */
-  shouldRetry?: (call: InterceptedCall, attempt: number) => boolean;
+  retryable?: (request: InterceptedRequest) => boolean;
   /**
    * The clock that times `timeoutMs` once a request has its permit; give it the limiter's clock.
    * @default limits-core's `systemClock`
@@ -139,8 +148,15 @@ export interface InterceptorConfig {
   readonly releaseAtHeaders: boolean;
   readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
   readonly retry: RetryPolicy | undefined;
-  readonly shouldRetry: ((call: InterceptedCall, attempt: number) => boolean) | undefined;
+  readonly retryable: (request: InterceptedRequest) => boolean;
   readonly clock: Clock;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
+/** The default {@link LimitInterceptorOptions.retryable}: idempotent methods (RFC 9110 §9.2.2). */
+export function isIdempotent(request: InterceptedRequest): boolean {
+  return IDEMPOTENT.has(request.method);
 }
 
 const KEYS = [
@@ -152,7 +168,7 @@ const KEYS = [
   'release',
   'onRetryAfter',
   'retry',
-  'shouldRetry',
+  'retryable',
   'clock',
 ] as const;
 
@@ -187,10 +203,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     options.onRetryAfter,
   );
   const retry = checkRetryPolicy(options.retry);
-  const shouldRetry = checkFunction<InterceptorConfig['shouldRetry']>(
-    'shouldRetry',
-    options.shouldRetry,
-  );
+  const retryable = checkFunction<InterceptorConfig['retryable']>('retryable', options.retryable);
   const clock = checkClock(options.clock);
   return {
     limiter,
@@ -202,7 +215,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     releaseAtHeaders: release === 'headers',
     onRetryAfter,
     retry,
-    shouldRetry,
+    retryable: retryable ?? isIdempotent,
     clock,
   };
 }

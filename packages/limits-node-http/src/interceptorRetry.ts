@@ -1,8 +1,7 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
-import { classifyError, classifyStatus } from './classify.js';
 import { type CallerAbortTarget, LimitController } from './interceptorController.js';
-import { LimitHandler } from './interceptorHandler.js';
-import type { InterceptedCall, InterceptorConfig } from './interceptorOptions.js';
+import { decideOutcome, LimitHandler } from './interceptorHandler.js';
+import type { InterceptorConfig } from './interceptorOptions.js';
 import type {
   Dispatch,
   DispatchController,
@@ -12,14 +11,6 @@ import type {
 } from './interceptorTypes.js';
 import { parseRetryAfter } from './retryAfter.js';
 
-/** Methods RFC 9110 calls idempotent (§9.2.2): the only ones retried unless `shouldRetry` says otherwise. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE', 'QUERY']);
-
-/** Whether `method` is idempotent (RFC 9110 §9.2.2). */
-export function isIdempotent(method: string): boolean {
-  return IDEMPOTENT.has(method);
-}
-
 /**
  * Whether a request can be sent again as it is: no body, or one held in memory (a stream or an
  * iterable is consumed by the first attempt), and not a connection upgrade.
@@ -28,20 +19,6 @@ export function isReplayable(opts: DispatchOptions): boolean {
   const { body, upgrade } = opts as { body?: unknown; upgrade?: unknown };
   if (upgrade != null || opts.method === 'CONNECT') return false;
   return body == null || typeof body === 'string' || body instanceof Uint8Array;
-}
-
-/**
- * The default `shouldRetry`: an idempotent method whose attempt ended in congestion — 429, 502,
- * 503, 504, or a network error (`classifyError` → `dropped`) — but not in a `TimeoutError` (the
- * call's time budget is spent).
- */
-export function defaultShouldRetry(call: InterceptedCall): boolean {
-  if (!IDEMPOTENT.has(call.method)) return false;
-  if (call.error === undefined) return classifyStatus(call.statusCode ?? 0) === 'dropped';
-  return (
-    (call.error as { name?: unknown }).name !== 'TimeoutError' &&
-    classifyError(call.error) === 'dropped'
-  );
 }
 
 /**
@@ -94,7 +71,7 @@ export class RetryingHandler implements CallerAbortTarget {
     this.#policy
       .run((attempt) => this.#attempt(attempt), {
         signal: this.#abort.signal,
-        retryIf: (result, attempt) => this.#retryIf(result, attempt),
+        retryIf: (result) => this.#retryIf(result),
         discard: (attempt) => attempt.discard(),
       })
       .then(
@@ -168,19 +145,25 @@ export class RetryingHandler implements CallerAbortTarget {
     });
   }
 
-  #retryIf(result: AttemptResult<Attempt>, attempt: number): boolean | number {
-    const call: InterceptedCall = result.ok
-      ? {
-          origin: this.#origin,
-          method: this.#opts.method,
-          statusCode: result.value.statusCode,
-          headers: result.value.headers,
-        }
-      : { origin: this.#origin, method: this.#opts.method, error: result.error };
-    const should = this.#config.shouldRetry ?? defaultShouldRetry;
-    if (!should(call, attempt)) return false;
-    if (result.ok && (call.statusCode === 429 || call.statusCode === 503)) {
-      const value = call.headers?.['retry-after'];
+  /**
+   * Whether an attempt is retried (as `limitFetch` decides): a response classified `dropped` or
+   * `failure`, after at least its valid `Retry-After` (429, 503); an error classified `dropped`,
+   * unless it is a `TimeoutError` (the call's budget is spent). Refusals and the caller's abort never
+   * get here (the policy stops first).
+   */
+  #retryIf(result: AttemptResult<Attempt>): boolean | number {
+    const config = this.#config;
+    const method = this.#opts.method;
+    if (!result.ok) {
+      const { error } = result;
+      if ((error as { name?: unknown } | null)?.name === 'TimeoutError') return false;
+      return decideOutcome(config, this.#origin, method, 0, undefined, error) === 'dropped';
+    }
+    const { statusCode, headers } = result.value;
+    const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
+    if (outcome !== 'dropped' && outcome !== 'failure') return false;
+    if (statusCode === 429 || statusCode === 503) {
+      const value = headers['retry-after'];
       const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
       if (retryAfterMs !== undefined) return retryAfterMs;
     }

@@ -88,19 +88,36 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     expect(retry.stats().exhausted).toBe(1);
   });
 
-  test('a 500 and a 404 are not retried by default', async () => {
+  test('a 500 is retried (failure), a 404 is not (success)', async () => {
     const limiter = limiterOf();
     const retry = policyOf();
     const dispatcher = agentWith({ limiter, retry });
-    for (const path of ['/flaky/1?status=500', '/status/404']) {
-      const res = await undici.request(`${server.origin}${path}`, { dispatcher });
-      await res.body.text();
-    }
-    expect(server.count).toBe(2);
-    expect(retry.stats().retries).toBe(0);
+    const broken = await undici.request(`${server.origin}/flaky/1?status=500`, { dispatcher });
+    expect(broken.statusCode).toBe(200);
+    await broken.body.text();
+    const missing = await undici.request(`${server.origin}/status/404`, { dispatcher });
+    expect(missing.statusCode).toBe(404);
+    await missing.body.text();
+    expect(server.count).toBe(3);
+    expect(outcomes).toEqual(['failure', 'success', 'success']);
+    expect(retry.stats().retries).toBe(1);
   });
 
-  test('a POST is not retried by default; shouldRetry can allow it', async () => {
+  test('classify decides what is retried: a status it calls success is not', async () => {
+    const limiter = limiterOf();
+    const retry = policyOf();
+    const dispatcher = agentWith({
+      limiter,
+      retry,
+      classify: (call) => (call.statusCode === 503 ? 'success' : undefined),
+    });
+    const res = await undici.request(`${server.origin}/flaky/1`, { dispatcher });
+    expect(res.statusCode).toBe(503);
+    await res.body.text();
+    expect(server.count).toBe(1);
+  });
+
+  test('a POST is not retried by default; retryable can allow it', async () => {
     const limiter = limiterOf();
     const retry = policyOf();
     const plain = agentWith({ limiter, retry });
@@ -111,13 +128,14 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     });
     expect(res.statusCode).toBe(503);
     await res.body.text();
-    const calls: unknown[] = [];
+    expect(retry.stats().calls).toBe(0);
+    const asked: unknown[] = [];
     const allowing = agentWith({
       limiter,
       retry,
-      shouldRetry: (call, attempt) => {
-        calls.push([call.method, call.statusCode, attempt]);
-        return call.statusCode === 503;
+      retryable: (request) => {
+        asked.push(request);
+        return true;
       },
     });
     const retried = await undici.request(`${server.origin}/flaky/1?k=b`, {
@@ -127,16 +145,14 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     });
     expect(retried.statusCode).toBe(200);
     await retried.body.text();
-    expect(calls).toEqual([
-      ['POST', 503, 1],
-      ['POST', 200, 2],
-    ]);
+    expect(asked).toEqual([{ method: 'POST', url: `${server.origin}/flaky/1?k=b` }]);
+    expect(retry.stats()).toMatchObject({ calls: 1, retries: 1 });
   });
 
   test('a request with a stream body is never retried (it cannot be sent again)', async () => {
     const limiter = limiterOf();
     const retry = policyOf();
-    const dispatcher = agentWith({ limiter, retry, shouldRetry: () => true });
+    const dispatcher = agentWith({ limiter, retry, retryable: () => true });
     const res = await undici.request(`${server.origin}/flaky/1`, {
       dispatcher,
       method: 'PUT',
