@@ -179,7 +179,14 @@ export class RetryingHandler implements CallerAbortTarget {
       this.#fail(signal.reason);
       return;
     }
-    attempt.adopt();
+    try {
+      attempt.adopt();
+    } catch (error) {
+      // The caller's handler threw (undici's dump interceptor does, for a body over its size):
+      // abort the attempt with that error, as undici's own request does; the error reaches the
+      // caller's onResponseError and the permit goes back.
+      attempt.abort(error as Error);
+    }
   }
 
   #fail(error: Error): void {

@@ -287,6 +287,21 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     expect(limiter.inflight).toBe(0);
   });
 
+  test("a caller's handler that throws on the final response (undici's dump interceptor over its size) fails the call and releases the permit", async () => {
+    const limiter = limiterOf();
+    const retry = policyOf();
+    const agent = new undici.Agent();
+    agents.push(agent);
+    const dispatcher = agent.compose(
+      limitInterceptor({ limiter, retry }),
+      undici.interceptors.dump({ maxSize: 10 }),
+    );
+    const error = await undici.request(`${server.origin}/big`, { dispatcher }).catch((e) => e);
+    expect(error.code).toBe('UND_ERR_ABORTED');
+    await until(() => limiter.inflight === 0, 'the permit is back');
+    expect(outcomes).toHaveLength(1);
+  });
+
   test('the final attempt’s streamed body still holds its permit until read', async () => {
     const limiter = limiterOf();
     const retry = policyOf();

@@ -450,6 +450,20 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
     expect(limiter.inflight).toBe(0);
   });
 
+  test("a caller's handler that throws on the response (undici's dump interceptor over its size) fails the request and releases the permit", async () => {
+    const limiter = limiterOf();
+    const agent = new undici.Agent();
+    agents.push(agent);
+    const dispatcher = agent.compose(
+      limitInterceptor({ limiter }),
+      undici.interceptors.dump({ maxSize: 10 }),
+    );
+    const error = await undici.request(`${server.origin}/big`, { dispatcher }).catch((e) => e);
+    expect(error.code).toBe('UND_ERR_ABORTED');
+    await until(() => limiter.inflight === 0, 'the permit is back');
+    expect(outcomes).toHaveLength(1);
+  });
+
   test('a limiter per origin: each origin has its own limiter, and an origin the function skips is not limited', async () => {
     const other = await startServer();
     try {
