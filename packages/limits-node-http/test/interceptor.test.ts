@@ -319,6 +319,28 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
     expect(limiter.inflight).toBe(0);
   });
 
+  test("the caller's abort while undici queues the request for a connection is ignore, and the permit goes back", async () => {
+    const limiter = limiterOf();
+    const agent = new undici.Agent({ connections: 1 });
+    agents.push(agent);
+    const dispatcher = agent.compose(limitInterceptor({ limiter }));
+    const first = await undici.request(`${server.origin}/slow`, { dispatcher });
+    const ac = new AbortController();
+    const second = undici
+      .request(`${server.origin}/status/200`, { dispatcher, signal: ac.signal })
+      .catch((e) => e);
+    expect(limiter.inflight).toBe(2); // admitted by the limiter, waiting in undici's pool
+    ac.abort(new Error('caller gave up'));
+    // undici 8 takes the request out of its pool queue at once; undici 7 aborts it when the
+    // connection frees (its request() waits for onRequestStart to abort).
+    server.held[0]?.end();
+    await first.body.text();
+    expect((await second).message).toBe('caller gave up');
+    await until(() => limiter.inflight === 0, 'both permits are back');
+    expect(outcomes.sort()).toEqual(['ignore', 'success']);
+    expect(server.count).toBe(1);
+  });
+
   test('timeoutMs aborts a request whose response does not come in time, released as dropped', async () => {
     const clock = new ManualClock();
     const limiter = limiterOf({ clock });
