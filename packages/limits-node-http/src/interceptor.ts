@@ -19,13 +19,16 @@ import type {
  * fed to the limiter: 429, 502, 503, 504, network errors and timeouts `dropped`; other 5xx
  * `failure`; a caller's abort `ignore`; anything else `success` (override with `classify`).
  *
- * Order in `compose`: interceptors listed earlier sit closer to the network, so
- * `agent.compose(limitInterceptor(…), interceptors.retry(), interceptors.redirect())` takes one
- * permit per attempt and per redirect hop, while listing `limitInterceptor` last takes one permit
- * for the whole chain (retry back-offs included).
+ * With `retry` (a limits-core `RetryPolicy`), failed attempts are retried under its budget, each
+ * attempt with a permit of its own; the caller sees the final attempt.
  *
- * @param options - the limiter (or one per origin), `classify`, `timeoutMs`, `release`,
- *   `bodyTimeoutMs`, `onRetryAfter`, `retry`, `retryable`, `maxOrigins`, `clock`; see {@link LimitInterceptorOptions}.
+ * Order in `compose`: interceptors listed earlier sit closer to the network, so
+ * `agent.compose(limitInterceptor(…), interceptors.redirect())` takes one permit per redirect hop,
+ * while listing `limitInterceptor` last takes one permit for the whole chain.
+ *
+ * @param options - the limiter (or one per origin), `classify`, `timeoutMs`, `bodyTimeoutMs`,
+ *   `release`, `onRetryAfter`, `retry`, `retryable`, `maxOrigins`, `clock`; see
+ *   {@link LimitInterceptorOptions}.
  * @returns an interceptor `(dispatch) => dispatch`.
  * @throws TypeError for a missing limiter or a wrong type; RangeError for a value out of range.
  * @example
