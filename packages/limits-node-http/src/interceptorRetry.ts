@@ -147,7 +147,7 @@ export class RetryingHandler implements CallerAbortTarget {
 
   /**
    * Whether an attempt is retried (as `limitFetch` decides): a response classified `dropped` or
-   * `failure`, after at least its valid `Retry-After` (429, 503); an error classified `dropped`,
+   * `failure`, after at least its valid `Retry-After`; an error classified `dropped`,
    * unless it is a `TimeoutError` (the call's budget is spent). Refusals and the caller's abort never
    * get here (the policy stops first).
    */
@@ -162,12 +162,8 @@ export class RetryingHandler implements CallerAbortTarget {
     const { statusCode, headers } = result.value;
     const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
     if (outcome !== 'dropped' && outcome !== 'failure') return false;
-    if (statusCode === 429 || statusCode === 503) {
-      const value = headers['retry-after'];
-      const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
-      if (retryAfterMs !== undefined) return retryAfterMs;
-    }
-    return true;
+    const value = headers['retry-after'];
+    return parseRetryAfter(typeof value === 'string' ? value : undefined) ?? true;
   }
 
   #adopt(attempt: Attempt): void {
