@@ -75,3 +75,18 @@ export type {
 } from './retry/options.js';
 export { RetryBudget, type RetryBudgetOptions } from './retry/RetryBudget.js';
 export { RetryPolicy } from './retry/RetryPolicy.js';
+export {
+  renderTimelineSvg,
+  type TimelineSeries,
+  type TimelineSvgOptions,
+} from './timeline/renderTimelineSvg.js';
+export {
+  type Timeline,
+  type TimelineEmitter,
+  type TimelineMark,
+  type TimelinePoint,
+  TimelineRecorder,
+  type TimelineRecorderOptions,
+  type TimelineSource,
+  type TimelineState,
+} from './timeline/TimelineRecorder.js';

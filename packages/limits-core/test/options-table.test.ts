@@ -8,6 +8,8 @@ import { VegasLimit } from '../src/limit/VegasLimit.js';
 import { WindowedLimit } from '../src/limit/WindowedLimit.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
+import { RetryBudget } from '../src/retry/RetryBudget.js';
+import { RetryPolicy } from '../src/retry/RetryPolicy.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 
 /**
@@ -71,6 +73,8 @@ const targets: Record<string, Target[]> = {
   AimdLimit: [aimd],
   WindowedLimit: [{ prefix: 'windowed.', build: (o) => new WindowedLimit(new AimdLimit(), o) }],
   CostEstimator: [{ prefix: 'costs.', build: (o) => new CostEstimator(o) }],
+  RetryPolicy: [{ prefix: '', build: (o) => new RetryPolicy(o) }],
+  RetryBudget: [{ prefix: '', build: (o) => new RetryBudget(o) }],
 };
 
 /** `{ a: { b: value } }` for the path `a.b`. */

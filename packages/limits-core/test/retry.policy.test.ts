@@ -2,6 +2,7 @@ import { describe, expect, test, vi } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { LimitsError } from '../src/errors/LimitsError.js';
 import { seededRandom } from '../src/internal/random.js';
+import { Limiter } from '../src/limiter/Limiter.js';
 import { fullJitterDelay } from '../src/retry/backoff.js';
 import type { RetryEvent } from '../src/retry/events.js';
 import { isRefusal } from '../src/retry/isRefusal.js';
@@ -46,13 +47,16 @@ describe('full jitter backoff', () => {
     const random = seededRandom(42);
     for (let n = 1; n <= 12; n++) {
       const cap = Math.min(5000, 100 * 2 ** (n - 1));
-      let max = 0;
+      let min = Infinity;
+      let max = -Infinity;
       for (let i = 0; i < 2000; i++) {
         const d = fullJitterDelay(n, 100, 5000, random);
-        expect(d).toBeGreaterThanOrEqual(0);
-        expect(d).toBeLessThanOrEqual(cap);
+        min = Math.min(min, d);
         max = Math.max(max, d);
       }
+      expect(min).toBeGreaterThanOrEqual(0);
+      expect(max).toBeLessThanOrEqual(cap);
+      expect(min).toBeLessThan(cap * 0.01);
       // The whole interval is used: the largest of 2,000 draws is within 1 % of the cap.
       expect(max).toBeGreaterThan(cap * 0.99);
     }
@@ -329,6 +333,23 @@ describe('RetryPolicy never retries a refusal', () => {
     }
   });
 
+  test('retrying outside a Limiter: a full limiter refuses the attempt and the call is not retried', async () => {
+    const { clock, policy, events } = setup({ maxAttempts: 5 });
+    const limiter = new Limiter({ limit: 1, clock });
+    const held = limiter.tryAcquire();
+    let ran = 0;
+    const call = policy.run(() =>
+      limiter.run(async () => {
+        ran++;
+      }),
+    );
+    await expect(call).rejects.toBeInstanceOf(LimitExceededError);
+    expect(ran).toBe(0);
+    expect(events).toEqual([]);
+    expect(policy.stats()).toMatchObject({ calls: 1, attempts: 1, retries: 0 });
+    held?.success();
+  });
+
   test('a refusal after a retried failure ends the call with the refusal', async () => {
     const { clock, policy } = setup({ maxAttempts: 5 });
     const refusal = new LimitExceededError('limit', { reason: 'limit' });
@@ -358,6 +379,17 @@ describe('RetryPolicy and the caller signal', () => {
     expect(clock.pending).toBe(0);
     await clock.advance(100_000);
     expect(seen).toEqual([1]);
+  });
+
+  test('a signal aborted by a retry listener or by discard rejects before any timer is set', async () => {
+    const { clock, policy } = setup();
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    policy.once('retry', () => controller.abort(reason));
+    const { task, seen } = flaky(5);
+    await expect(policy.run(task, { signal: controller.signal })).rejects.toBe(reason);
+    expect(seen).toEqual([1]);
+    expect(clock.pending).toBe(0);
   });
 
   test('the wait leaves no abort listener on the signal once its timer fires', async () => {

@@ -1,5 +1,16 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
+
 export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
+export {
+  type AdmitMessage,
+  type DiagnosticsHandle,
+  type DiagnosticsMessage,
+  diagnosticsChannels,
+  type LimitMessage,
+  publishDiagnostics,
+  type RejectMessage,
+  type ReleaseMessage,
+} from './diagnostics.js';
 export { limitInterceptor } from './interceptor.js';
 export type {
   InterceptedCall,
@@ -9,4 +20,12 @@ export type {
   RetryAfterEvent,
 } from './interceptorOptions.js';
 export type { DispatchInterceptor, InterceptorHeaders } from './interceptorTypes.js';
+export {
+  defaultRttBuckets,
+  type MetricsHandle,
+  type MetricsOptions,
+  registerMetrics,
+} from './metrics.js';
+export type { PromClient, PromRegistry } from './metricsPromClient.js';
+export type { GuardSource, LimitsSource } from './metricsSource.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';

@@ -188,7 +188,7 @@ export class Admission {
     if (maxQueued === 0 || queue.size >= maxQueued || queue.queuedBytes > this.#maxQueuedBytes) {
       return this.#enqueue(1, Number.NaN, Infinity, undefined, task, request);
     }
-    const now = this.#time.now();
+    const now = queue.arrivalReportedOnly ? this.#time.turnNow() : this.#time.now();
     const promise = request === undefined ? this.#capture.promise() : undefined;
     const waiter = this.#waiter(1, now, undefined, task, request);
     queue.add(waiter, now, undefined);

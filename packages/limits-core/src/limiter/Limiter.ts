@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import { systemClock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
@@ -65,7 +66,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   constructor(options: LimiterOptions = {}) {
     super();
     const o = resolveOptions(options);
-    const time = new MonotonicTime(o.clock);
+    const time = new MonotonicTime(o.clock, o.clock === systemClock);
     this.#time = time;
     this.#gate = o.gate;
     this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)

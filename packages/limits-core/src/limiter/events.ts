@@ -24,7 +24,10 @@ export interface AcquireEvent {
   inflight: number;
   /** The capacity at the time. */
   capacity: number;
-  /** Ms the request waited in the queue (0 when admitted at once; `NaN` when the wait was not timed). */
+  /**
+   * Ms the request waited in the queue (0 when admitted at once; `NaN` when the wait was not timed;
+   * arrival read per synchronous run in the case `LimiterSnapshot.oldestQueuedMs` describes).
+   */
   waitedMs: number;
 }
 

@@ -250,7 +250,12 @@ export interface LimiterSnapshot {
   queuedCost: number;
   /** Bytes held by queued waiters. */
   queuedBytes: number;
-  /** Age in ms of the oldest waiter (0 when the queue is empty). */
+  /**
+   * Age in ms of the oldest waiter (0 when the queue is empty). With the default clock and a queue
+   * that acts on no arrival time (no `maxQueueWaitMs`, FIFO order, no CoDel, no fairness or
+   * priority), a request without options is stamped with the first clock reading of the synchronous
+   * run it arrived in, so the age may be over by that run's length (the clock is read once per burst).
+   */
   oldestQueuedMs: number;
   /** The running estimate of how long a permit is held, in ms. */
   serviceMs: number;

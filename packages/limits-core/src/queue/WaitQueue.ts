@@ -78,6 +78,15 @@ export class WaitQueue {
     this.#service = service;
   }
 
+  /**
+   * Nothing in this queue acts on a waiter's arrival time unless the waiter has a deadline: no
+   * `maxQueueWaitMs`, FIFO order, no CoDel, no selector. A plain waiter's arrival is then only
+   * reported (`oldestQueuedMs`, `waitedMs`) and may be read coarsely (`MonotonicTime.turnNow`).
+   */
+  get arrivalReportedOnly(): boolean {
+    return this.#maxQueueWaitMs === Infinity && !this.#alwaysTimed;
+  }
+
   /** Waiters in the queue. */
   get size(): number {
     return this.#list.size;

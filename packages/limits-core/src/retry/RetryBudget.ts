@@ -42,7 +42,8 @@ const EPSILON = 1e-9;
  * bounded share of load to a dependency, whatever each caller's retry policy says. Every first
  * attempt deposits (`recordRequest()`), every retry withdraws (`tryRetry()`); a retry the budget
  * cannot pay for is refused, so a dependency failing 100 % of its calls sees at most
- * `1 + ratio` times its normal traffic, not `maxAttempts` times.
+ * `1 + ratio` times its normal traffic (plus the small floor of `minPerSecond` retries per second),
+ * not `maxAttempts` times.
  *
  * The arithmetic: requests and retries are counted over a sliding window of `windowMs`, kept as
  * 10 time buckets of `windowMs / 10` (bounded memory; an entry counts for between

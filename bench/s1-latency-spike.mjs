@@ -1,0 +1,66 @@
+// Scenario S1 (seed 004) — a downstream's latency jumps from 50 ms to 3,000 ms, then recovers.
+//
+//   node bench/s1-latency-spike.mjs                 3 rounds × 5 strategies × 21 s (~6 min)
+//   node bench/s1-latency-spike.mjs --rounds=5      more rounds
+//   node bench/s1-latency-spike.mjs --quick         1 round, 2 s + 3 s + 2 s (smoke test)
+//   node bench/s1-latency-spike.mjs --only=vegas,static
+//
+// Three processes on 127.0.0.1 per run (examples/latency-spike/: downstream.mjs, app.mjs, and this
+// process as the open-loop load generator, scenario.mjs): the app has a worker budget (200 in flight
+// + 100 waiting, 503 beyond), `/internal` (2 ms of timer work) and `/external` (the downstream through
+// the strategy under test, strategies.mjs: none, static 50, Vegas, Gradient, Vegas + breaker with a
+// fallback; every limiter with default options, Vegas and Gradient starting at 20). Load: 100 req/s
+// to each route, measured from the scheduled send time. Phases: 5 s calm, 8 s spike, 8 s calm.
+// Strategies run one at a time (never two at once), in a rotated order each round; the report gives
+// every round's figures and the median per strategy. Column meanings: see scenario.mjs's header.
+import { runStrategy, summarize, table } from '../examples/latency-spike/scenario.mjs';
+import { STRATEGIES } from '../examples/latency-spike/strategies.mjs';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const rounds = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? (quick ? 1 : 3));
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
+const strategies = only ?? STRATEGIES;
+const phases = quick ? { beforeS: 2, spikeS: 3, afterS: 2 } : { beforeS: 5, spikeS: 8, afterS: 8 };
+
+const byStrategy = new Map(strategies.map((s) => [s, []]));
+for (let r = 0; r < rounds; r++) {
+  const order = strategies.map((_, i) => strategies[(i + r) % strategies.length]);
+  for (const name of order) {
+    const summary = summarize(await runStrategy(name, phases));
+    byStrategy.get(name).push(summary);
+    process.stderr.write(
+      `round ${r + 1}/${rounds} ${name}: peak ${summary.peakInflight}, recovery ${summary.recoveryS} s\n`,
+    );
+  }
+}
+
+const median = (values) => {
+  const v = values.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (v.length < values.length / 2) return Number.NaN; // most rounds did not recover within the run
+  return v.length === 0
+    ? Number.NaN
+    : v.length % 2
+      ? v[(v.length - 1) / 2]
+      : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const medians = strategies.map((name) => {
+  const runs = byStrategy.get(name);
+  const m = { strategy: name };
+  for (const key of Object.keys(runs[0])) {
+    if (key !== 'strategy') m[key] = median(runs.map((s) => s[key]));
+  }
+  return m;
+});
+console.log(
+  `S1, ${rounds} round(s), phases ${phases.beforeS} s + ${phases.spikeS} s spike + ${phases.afterS} s, Node ${process.version}\n`,
+);
+console.log('Medians:\n');
+console.log(table(medians));
+for (let r = 0; r < rounds; r++) {
+  console.log(`\nRound ${r + 1}:\n`);
+  console.log(table(strategies.map((name) => byStrategy.get(name)[r])));
+}

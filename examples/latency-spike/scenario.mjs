@@ -1,0 +1,221 @@
+// Scenario S1 (seed 004), one strategy at a time, on real processes over loopback: this process is the
+// open-loop load generator; downstream.mjs (the dependency whose latency jumps from 50 ms to 3,000 ms)
+// and app.mjs (the service, with a worker budget and the strategy under test) are its children.
+//
+// Load: RATE req/s to /internal and RATE req/s to /external, request n of a route sent at t0 + n/RATE
+// whatever happened to earlier ones (open loop), each measured from that scheduled moment to the end of
+// its answer (a client timeout of 10 s). Phases: `beforeS` calm, `spikeS` with the downstream at 3 s,
+// `afterS` calm again. Reported per strategy (see `summarize`):
+//   peak / late in flight   calls sitting on the downstream, its own count (peak during the spike and
+//                           after it; mean over the last quarter of the spike)
+//   internal                /internal success share and p99 during the spike, and p99 while calm
+//   goodput                 /external answers from the downstream (not fallbacks) per second, counted
+//                           by completion time: before, during and after the spike
+//   recovery                from the end of the spike to the end of the first 250 ms bin from which
+//                           goodput stays ≥ 90 % of its before-spike rate for 1 s
+//   fallbacks               /external answered by the guard's fallback
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+const here = (file) => fileURLToPath(new URL(file, import.meta.url));
+const BIN_MS = 250;
+
+function child(file, args) {
+  const proc = fork(here(file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = once(proc, 'message').then(([msg]) => msg.port);
+  return { proc, ready };
+}
+
+function ask(proc, msg) {
+  const reply = once(proc, 'message').then(([m]) => m);
+  proc.send(msg);
+  return reply;
+}
+
+async function stop(proc) {
+  if (proc.exitCode !== null) return;
+  const exited = once(proc, 'exit');
+  proc.send({ exit: true });
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Runs one strategy; resolves with its raw records and the children's reports.
+ * @param {string} name - a strategy of strategies.mjs
+ * @param {{ beforeS: number, spikeS: number, afterS: number, rate?: number, onTick?: (s: number) => void }} o
+ */
+export async function runStrategy(name, o) {
+  const rate = o.rate ?? 100;
+  const downstream = child('downstream.mjs', []);
+  const downstreamPort = await downstream.ready;
+  const app = child('app.mjs', [name, String(downstreamPort)]);
+  let appPort;
+  try {
+    appPort = await app.ready;
+  } catch (error) {
+    await stop(downstream.proc);
+    throw error;
+  }
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2000 });
+  const records = [];
+  const pending = new Set();
+  const send = (route, scheduled, t0) => {
+    const rec = { route, at: scheduled, end: Number.NaN, status: 0, source: undefined };
+    records.push(rec);
+    const p = new Promise((resolve) => {
+      const req = http.get(
+        { host: '127.0.0.1', port: appPort, path: `/${route}`, agent, timeout: 10_000 },
+        (res) => {
+          rec.status = res.statusCode;
+          rec.source = res.headers['x-source'];
+          res.resume();
+          res.on('end', resolve);
+          res.on('error', resolve);
+        },
+      );
+      req.on('timeout', () => req.destroy());
+      req.on('error', resolve);
+    }).then(() => {
+      rec.end = performance.now() - t0;
+      pending.delete(p);
+    });
+    pending.add(p);
+  };
+
+  const totalMs = (o.beforeS + o.spikeS + o.afterS) * 1000;
+  const spikeFrom = o.beforeS * 1000;
+  const spikeTo = spikeFrom + o.spikeS * 1000;
+  const period = 1000 / rate;
+  const t0 = performance.now();
+  let n = 0;
+  let spiking = false;
+  let lastTick = -1;
+  await new Promise((resolve) => {
+    const tick = () => {
+      const now = performance.now() - t0;
+      if (!spiking && now >= spikeFrom && now < spikeTo) {
+        spiking = true;
+        downstream.proc.send({ spike: true });
+        app.proc.send({ mark: 'begin', label: 'latency spike (3 s)' });
+      } else if (spiking && now >= spikeTo) {
+        spiking = false;
+        downstream.proc.send({ spike: false });
+        app.proc.send({ mark: 'end', label: 'latency spike (3 s)' });
+      }
+      for (; n * period <= Math.min(now, totalMs - period); n++) {
+        send('internal', n * period, t0);
+        send('external', n * period, t0);
+      }
+      const second = Math.floor(now / 1000);
+      if (second !== lastTick) {
+        lastTick = second;
+        o.onTick?.(second);
+      }
+      if (now >= totalMs) resolve();
+      else setTimeout(tick, 2);
+    };
+    tick();
+  });
+  await Promise.all(pending);
+  const ds = await ask(downstream.proc, { stats: true });
+  const ap = await ask(app.proc, { stats: true });
+  agent.destroy();
+  await Promise.all([stop(app.proc), stop(downstream.proc)]);
+  // The downstream's clock started before t0: align its samples to the load's time with its own
+  // record of when the spike started.
+  const spikeAtDs = ds.phases.find(([, on]) => on)?.[0] ?? spikeFrom;
+  const shift = spikeFrom - spikeAtDs;
+  const samples = ds.samples.map(([t, v]) => [t + shift, v]);
+  return { name, records, samples, app: ap, spikeFrom, spikeTo, totalMs, rate };
+}
+
+function percentile(values, q) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = values.slice().sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+}
+
+/** The figures of one run (see the header). */
+export function summarize(run) {
+  const { records, samples, spikeFrom, spikeTo, totalMs } = run;
+  const inSpike = (t) => t >= spikeFrom && t < spikeTo;
+  const internal = records.filter((r) => r.route === 'internal');
+  const ok = (r) => r.status === 200;
+  const latency = (r) => r.end - r.at;
+  const spikeInternal = internal.filter((r) => inSpike(r.at));
+  const calmInternal = internal.filter((r) => !inSpike(r.at));
+  const live = records.filter((r) => r.route === 'external' && ok(r) && r.source === 'live');
+  const rateIn = (from, to) =>
+    live.filter((r) => r.end >= from && r.end < to).length / ((to - from) / 1000);
+  const before = rateIn(1000, spikeFrom); // the first second warms up
+  const spikeSamples = samples.filter(([t]) => t >= spikeFrom && t < totalMs);
+  const lateFrom = spikeTo - (spikeTo - spikeFrom) / 4;
+  const late = samples.filter(([t]) => t >= lateFrom && t < spikeTo).map(([, v]) => v);
+  let recovery = Number.NaN;
+  for (let t = spikeTo; t + BIN_MS <= totalMs; t += BIN_MS) {
+    let holds = true;
+    for (let u = t; u < t + 1000 && u + BIN_MS <= totalMs; u += BIN_MS) {
+      if (rateIn(u, u + BIN_MS) < 0.9 * before) holds = false;
+    }
+    if (holds) {
+      recovery = (t + BIN_MS - spikeTo) / 1000;
+      break;
+    }
+  }
+  return {
+    strategy: run.name,
+    peakInflight: Math.max(0, ...spikeSamples.map(([, v]) => v)),
+    lateInflight: late.length === 0 ? 0 : late.reduce((a, b) => a + b, 0) / late.length,
+    internalSuccess: spikeInternal.filter(ok).length / Math.max(1, spikeInternal.length),
+    internalP99Spike: percentile(spikeInternal.filter(ok).map(latency), 0.99),
+    internalP99Calm: percentile(calmInternal.filter(ok).map(latency), 0.99),
+    goodputBefore: before,
+    goodputDuring: rateIn(spikeFrom, spikeTo),
+    goodputAfter: rateIn(spikeTo, totalMs),
+    recoveryS: recovery,
+    fallbacks: run.app.fallbacks,
+  };
+}
+
+const COLUMNS = [
+  ['strategy', (s) => s.strategy],
+  ['peak in flight', (s) => String(s.peakInflight)],
+  ['late in flight', (s) => s.lateInflight.toFixed(1)],
+  ['/internal ok (spike)', (s) => `${(100 * s.internalSuccess).toFixed(1)} %`],
+  [
+    '/internal p99 spike / calm',
+    (s) => `${fmtMs(s.internalP99Spike)} / ${fmtMs(s.internalP99Calm)}`,
+  ],
+  [
+    '/external goodput before / during / after',
+    (s) =>
+      [s.goodputBefore, s.goodputDuring, s.goodputAfter]
+        .map((v) => `${v.toFixed(1)}/s`)
+        .join(' / '),
+  ],
+  [
+    'recovery to 90 %',
+    (s) => (Number.isNaN(s.recoveryS) ? 'not within the run' : `${s.recoveryS.toFixed(2)} s`),
+  ],
+  ['fallbacks', (s) => String(s.fallbacks)],
+];
+
+function fmtMs(v) {
+  return Number.isNaN(v) ? '—' : `${Math.round(v)} ms`;
+}
+
+/** A Markdown table of summaries. */
+export function table(summaries) {
+  const rows = [COLUMNS.map(([h]) => h), ...summaries.map((s) => COLUMNS.map(([, f]) => f(s)))];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [
+    line(rows[0]),
+    `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`,
+    ...rows.slice(1).map(line),
+  ].join('\n');
+}

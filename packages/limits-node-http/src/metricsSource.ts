@@ -1,0 +1,117 @@
+import { formatValue, type Limiter, type PartitionedLimiter } from 'limits-core';
+
+/** Circuit states of a limits-breaker guard. */
+export type GuardCircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+
+/** Why a guarded call went to the fallback (limits-breaker's `FallbackReason`). */
+export type GuardFallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+
+/**
+ * What metrics and diagnostics need of a limits-breaker `Guard` (typed here so that this package
+ * does not need limits-breaker, an optional peer, to type-check): any `guard()` satisfies it.
+ */
+export interface GuardSource {
+  /** The limiter in front of the action. */
+  readonly limiter: Limiter;
+  /** The circuit state. */
+  readonly state: GuardCircuitState;
+  /** The opossum breaker (its `success` and `failure` events). */
+  readonly breaker: {
+    on(event: string, listener: (...args: unknown[]) => void): unknown;
+    removeListener(event: string, listener: (...args: unknown[]) => void): unknown;
+  };
+  /** Subscribes to the guard's `fallback` event. */
+  on(
+    event: 'fallback',
+    listener: (cause: { readonly reason: GuardFallbackReason }) => void,
+  ): unknown;
+  /** Unsubscribes from the guard's `fallback` event. */
+  off(
+    event: 'fallback',
+    listener: (cause: { readonly reason: GuardFallbackReason }) => void,
+  ): unknown;
+}
+
+/**
+ * What {@link registerMetrics} and {@link publishDiagnostics} observe: a limits-core `Limiter`, a
+ * `PartitionedLimiter` (each partition is observed, labelled with its name) or a limits-breaker
+ * guard (its limiter, plus the circuit for metrics).
+ */
+export type LimitsSource = Limiter | PartitionedLimiter | GuardSource;
+
+/** One limiter of a source, with its partition name (`undefined` outside a PartitionedLimiter). */
+export interface SourcePart {
+  readonly partition: string | undefined;
+  readonly limiter: Limiter;
+}
+
+/** @internal A source taken apart: its limiters, and the guard when it is one. */
+export interface ResolvedSource {
+  readonly parts: readonly SourcePart[];
+  /** The PartitionedLimiter, when the source is one (its ledger). */
+  readonly partitioned: PartitionedLimiter | undefined;
+  readonly guard: GuardSource | undefined;
+}
+
+/**
+ * @internal Takes a source apart, through the public API only (a PartitionedLimiter's partition
+ * names come from its ledger and are fixed at construction, so a `partition` label is bounded).
+ * Sources are recognised by shape, not `instanceof`, so two installed copies of limits-core work.
+ * @throws TypeError naming `where` when `source` is none of the three.
+ */
+export function resolveSource(where: string, source: unknown): ResolvedSource {
+  if (isLimiter(source)) {
+    return {
+      parts: [{ partition: undefined, limiter: source }],
+      partitioned: undefined,
+      guard: undefined,
+    };
+  }
+  if (isPartitioned(source)) {
+    const parts = Object.keys(source.ledger().partitions).map((partition) => ({
+      partition,
+      limiter: source.partition(partition),
+    }));
+    return { parts, partitioned: source, guard: undefined };
+  }
+  if (isGuard(source)) {
+    return {
+      parts: [{ partition: undefined, limiter: source.limiter }],
+      partitioned: undefined,
+      guard: source,
+    };
+  }
+  throw new TypeError(
+    `limits: ${where} needs a Limiter, a PartitionedLimiter or a guard, got ${formatValue(source)}`,
+  );
+}
+
+function isLimiter(source: unknown): source is Limiter {
+  if (source === null || typeof source !== 'object') return false;
+  const l = source as Partial<Limiter>;
+  return (
+    typeof l.tryAcquire === 'function' &&
+    typeof l.acquireWith === 'function' &&
+    typeof l.snapshot === 'function' &&
+    typeof l.on === 'function' &&
+    typeof l.off === 'function'
+  );
+}
+
+function isPartitioned(source: unknown): source is PartitionedLimiter {
+  if (source === null || typeof source !== 'object') return false;
+  const p = source as Partial<PartitionedLimiter>;
+  return typeof p.partition === 'function' && typeof p.ledger === 'function';
+}
+
+function isGuard(source: unknown): source is GuardSource {
+  if (source === null || typeof source !== 'object') return false;
+  const g = source as Partial<GuardSource>;
+  return (
+    isLimiter(g.limiter) &&
+    typeof g.on === 'function' &&
+    typeof g.off === 'function' &&
+    typeof g.breaker?.on === 'function' &&
+    typeof g.breaker.removeListener === 'function'
+  );
+}

@@ -1,0 +1,2 @@
+// limits-redis: fleet-wide limits on Redis (see README.md).
+export {};
