@@ -1,7 +1,8 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
 import { type CallerAbortTarget, LimitController } from './interceptorController.js';
-import { decideOutcome, LimitHandler } from './interceptorHandler.js';
+import { LimitHandler } from './interceptorHandler.js';
 import type { InterceptorConfig } from './interceptorOptions.js';
+import { decideOutcome } from './interceptorOutcome.js';
 import type {
   Dispatch,
   DispatchController,
