@@ -1,4 +1,6 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
+
+export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
 export {
   type AdmitMessage,
   type DiagnosticsHandle,
@@ -9,6 +11,15 @@ export {
   type RejectMessage,
   type ReleaseMessage,
 } from './diagnostics.js';
+export { limitInterceptor } from './interceptor.js';
+export type {
+  InterceptedCall,
+  InterceptedRequest,
+  LimiterSource,
+  LimitInterceptorOptions,
+  RetryAfterEvent,
+} from './interceptorOptions.js';
+export type { DispatchInterceptor, InterceptorHeaders } from './interceptorTypes.js';
 export {
   defaultRttBuckets,
   type MetricsHandle,
@@ -17,3 +28,4 @@ export {
 } from './metrics.js';
 export type { PromClient, PromRegistry } from './metricsPromClient.js';
 export type { GuardSource, LimitsSource } from './metricsSource.js';
+export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';
