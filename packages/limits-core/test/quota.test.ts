@@ -109,6 +109,29 @@ describe('Quota (memory store, injected clock)', () => {
     expect(alerts).toHaveLength(1);
   });
 
+  it('fires the alert at the exact count despite binary rounding (0.7 × 10 = 7, and seed 002: 1,980 of 3,000)', async () => {
+    const counts: number[] = [];
+    const quota = new Quota<string>({
+      windowMs: 3_600_000,
+      store: new MemoryQuotaStore({ clock: clock() }),
+      axes: [
+        { name: 'seventy', key: () => 's', limit: 10, alertAt: 0.7 },
+        { name: 'global', key: () => 'all', limit: 3_000 },
+      ],
+    });
+    quota.on('alert', (e) => counts.push(e.count));
+    for (let i = 0; i < 10; i++) await quota.consume('x');
+    expect(counts).toEqual([7]);
+    const global = new Quota<string>({
+      windowMs: 3_600_000,
+      store: new MemoryQuotaStore({ clock: clock() }),
+      axes: [{ name: 'global', key: () => 'all', limit: 3_000 }],
+    });
+    global.on('alert', (e) => counts.push(e.count));
+    for (let i = 0; i < 2_000; i++) await global.consume('x');
+    expect(counts).toEqual([7, 1_980]);
+  });
+
   it('fires the alert on a multi-unit charge that jumps over the threshold, once', async () => {
     const { quota } = seedQuota();
     let alerts = 0;

@@ -100,6 +100,8 @@ interface Axis<Ctx> {
   limit: number;
   status: number;
   alertAt: number;
+  /** The smallest count at or above `alertAt × limit` (0.7 × 10 is 7.000000000000001 in binary: the alert belongs at 7). */
+  alertCount: number;
 }
 
 const OK: QuotaResult = Object.freeze({ ok: true });
@@ -174,17 +176,14 @@ export class Quota<Ctx = unknown> extends EventEmitter<QuotaEvents> {
         throw new TypeError(
           `limits: option "${at}.limit" must be an integer in [0, Infinity), got undefined`,
         );
-      return {
-        name,
-        key,
-        limit,
-        status: checkNumber(`${at}.status`, axis.status, 429, statusRange),
-        alertAt: checkNumber(`${at}.alertAt`, axis.alertAt, 0.66, {
-          min: 0,
-          minExclusive: true,
-          max: 1,
-        }),
-      };
+      const alertAt = checkNumber(`${at}.alertAt`, axis.alertAt, 0.66, {
+        min: 0,
+        minExclusive: true,
+        max: 1,
+      });
+      const status = checkNumber(`${at}.status`, axis.status, 429, statusRange);
+      const alertCount = Math.max(1, Math.ceil(Math.round(alertAt * limit * 1e6) / 1e6));
+      return { name, key, limit, status, alertAt, alertCount };
     });
     const store = checkObject<QuotaStore>('store', options.store);
     if (store !== undefined && typeof store.consume !== 'function')
@@ -254,9 +253,8 @@ export class Quota<Ctx = unknown> extends EventEmitter<QuotaEvents> {
     for (let i = 0; i < axes.length; i++) {
       const axis = axes[i] as Axis<Ctx>;
       const count = verdict.counts[i] as number;
-      const threshold = axis.alertAt * axis.limit;
       // Exactly one charge moves a window's count from below the threshold to at or above it.
-      if (count >= threshold && count - amount < threshold)
+      if (count >= axis.alertCount && count - amount < axis.alertCount)
         this.#emit('alert', {
           quota: this.name,
           axis: axis.name,
