@@ -17,6 +17,8 @@ export default defineConfig({
         ]
       : ['default'],
     include: ['test/**/*.test.ts'],
+    // Records the pid of every redis-server the tests start and kills any left over (test/support/redis.ts).
+    globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 20_000,
     // `npm test` runs `vitest run --coverage` (the package's test script); the threshold fails the run.
     coverage: {

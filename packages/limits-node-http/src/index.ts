@@ -1,4 +1,5 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
+
 export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
 export {
   type AdmitMessage,
@@ -18,6 +19,15 @@ export {
   type GuardFunction,
   type LimitFetchGuard,
 } from './fetchGuard.js';
+export { limitInterceptor } from './interceptor.js';
+export type {
+  InterceptedCall,
+  InterceptedRequest,
+  LimiterSource,
+  LimitInterceptorOptions,
+  RetryAfterEvent,
+} from './interceptorOptions.js';
+export type { DispatchInterceptor, InterceptorHeaders } from './interceptorTypes.js';
 export { type FetchFunction, limitFetch, retryAfterMs } from './limitFetch.js';
 export type {
   LimitFetchOptions,
