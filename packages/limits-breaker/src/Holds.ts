@@ -1,16 +1,22 @@
-import { checkOneOf, type Limiter, LimitsError, type Outcome, type Permit } from 'limits-core';
+import {
+  checkOneOf,
+  type Limiter,
+  LimitsError,
+  OUTCOMES,
+  type Outcome,
+  type Permit,
+} from 'limits-core';
 import { type Call, CallFlag, OUTCOME_SHIFT } from './Call.js';
 import type { PermitHold } from './PermitHold.js';
 
 /** The outcome names by their code in a call's flags (0: none stored). */
-const OUTCOMES: readonly (Outcome | undefined)[] = [
+const BY_CODE: readonly (Outcome | undefined)[] = [
   undefined,
   'success',
   'dropped',
   'failure',
   'ignore',
 ];
-const OUTCOME_NAMES: readonly Outcome[] = ['success', 'dropped', 'failure', 'ignore'];
 const { HOLD, HOLDING, LIVE } = CallFlag;
 const OUTCOME_MASK = 7 << OUTCOME_SHIFT;
 
@@ -24,13 +30,13 @@ export function releaseAs(permit: Permit, outcome: Outcome): void {
 
 /** The outcome stored in `call`'s flags, if any. */
 export function storedOutcome(call: Call): Outcome | undefined {
-  return OUTCOMES[(call.flags & OUTCOME_MASK) >> OUTCOME_SHIFT];
+  return BY_CODE[(call.flags & OUTCOME_MASK) >> OUTCOME_SHIFT];
 }
 
 /** Stores `outcome` in `call`'s flags (no field per call: the queue may hold 10^5 calls). */
 export function storeOutcome(call: Call, outcome: Outcome): void {
   call.mark(OUTCOME_MASK, false);
-  call.mark((OUTCOMES.indexOf(outcome) as number) << OUTCOME_SHIFT);
+  call.mark(BY_CODE.indexOf(outcome) << OUTCOME_SHIFT);
 }
 
 /**
@@ -53,7 +59,7 @@ class Hold implements PermitHold {
     this.#holds = holds;
   }
   release(outcome?: Outcome): void {
-    if (outcome !== undefined) checkOneOf('outcome', outcome, 'success', OUTCOME_NAMES);
+    if (outcome !== undefined) checkOneOf('outcome', outcome, 'success', OUTCOMES);
     this.#holds.release(this, this.#call, outcome);
   }
 }

@@ -1,4 +1,4 @@
-import type { Outcome } from 'limits-core';
+import { OUTCOMES as OUTCOME_NAMES, type Outcome } from 'limits-core';
 import { classifyError, classifyStatus } from './classify.js';
 import type { FetchExchange } from './fetchGuard.js';
 import type { LimitFetchConfig, LimitFetchRequest } from './limitFetchOptions.js';
@@ -6,7 +6,7 @@ import type { LimitFetchConfig, LimitFetchRequest } from './limitFetchOptions.js
 /** @internal How `limitFetch` calls the fetch it wraps. */
 export type Send = (input: unknown, init?: RequestInit) => Promise<Response>;
 
-const OUTCOMES = new Set<unknown>(['success', 'dropped', 'failure', 'ignore']);
+const OUTCOMES: ReadonlySet<unknown> = new Set<Outcome>(OUTCOME_NAMES);
 
 /** @internal Each response handed out by `limitFetch`: its outcome (for retries). */
 export const outcomes = new WeakMap<object, Outcome>();

@@ -1,5 +1,6 @@
 import {
   type Clock,
+  checkClock,
   checkFunction,
   checkKeys,
   checkNumber,
@@ -191,22 +192,6 @@ export function resolveLimitFetchOptions(fetch: unknown, options: unknown): Limi
     bodyTimeoutMs,
     retry,
     retryable: retryable ?? isIdempotent,
-    clock: checkClock(o.clock),
+    clock: checkClock('clock', o.clock) ?? systemClock,
   };
-}
-
-function checkClock(value: unknown): Clock {
-  if (value === undefined) return systemClock;
-  const c = value as Clock;
-  if (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof c.now === 'function' &&
-    typeof c.setTimeout === 'function' &&
-    typeof c.clearTimeout === 'function'
-  )
-    return c;
-  throw new TypeError(
-    `limits: option "clock" must be a Clock (now, setTimeout, clearTimeout), got ${formatValue(value)}`,
-  );
 }

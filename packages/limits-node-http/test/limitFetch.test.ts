@@ -598,7 +598,8 @@ describe('limitFetch options', () => {
     [{ limiter, classify: 1 }, TypeError, /option "classify"/],
     [{ limiter, retry: {} }, TypeError, /option "retry"/],
     [{ limiter, retryable: true }, TypeError, /option "retryable"/],
-    [{ limiter, clock: {} }, TypeError, /option "clock"/],
+    [{ limiter, clock: {} }, TypeError, /option "clock.now" must be a function/],
+    [{ limiter, clock: 5 }, TypeError, /option "clock" must be an object/],
     [{ limiter, timeout: 5 }, TypeError, /did you mean "timeoutMs"/],
   ])('refuses %o', (options, type, message) => {
     expect(() => limitFetch(fetch, options as never)).toThrow(type);
