@@ -39,6 +39,8 @@ export class FetchBudget {
     }
     const controller = new AbortController();
     this.#controller = controller;
+    // (Merged first: a caller "signal" that is not one throws here, before any timer exists.)
+    this.signal = callerSignal === undefined ? controller.signal : this.#merge(callerSignal);
     if (timed) {
       this.#timer = clock.setTimeout(() => {
         this.#timer = undefined;
@@ -47,7 +49,6 @@ export class FetchBudget {
         );
       }, timeoutMs);
     }
-    this.signal = callerSignal === undefined ? controller.signal : this.#merge(callerSignal);
   }
 
   /** Whether our own controller aborted (the budget or a body timeout ran out). */

@@ -486,6 +486,16 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     held.success();
   });
 
+  test('a signal that is not an AbortSignal rejects without a permit or a timer left behind', async () => {
+    const { limiter } = recorded();
+    const clock = new ManualClock();
+    const f = limitFetch(baseFetch, { limiter, timeoutMs: 1000, clock });
+    await expect(f(server.url, { signal: {} as AbortSignal })).rejects.toThrow(TypeError);
+    expect(clock.pending).toBe(0);
+    expect(limiter.inflight).toBe(0);
+    expect(server.requests).toHaveLength(0);
+  });
+
   test('an already aborted signal rejects at once without a permit', async () => {
     const { limiter } = recorded();
     const f = limitFetch(baseFetch, { limiter });
