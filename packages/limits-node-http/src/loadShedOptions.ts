@@ -42,9 +42,10 @@ export interface LoadShedOptions {
    * Request header carrying the caller's remaining time budget in ms, relative (as Envoy's
    * `x-envoy-expected-rq-timeout-ms`), fed to admission as `timeoutMs`: a request whose budget
    * cannot be met given the queue ahead is refused at once, and a queued one leaves when it can no
-   * longer make it. Only 1 to 15 ASCII digits count (surrounding spaces allowed); anything else
-   * (signs, decimals, units, lists, empty) is ignored, and values over `maxTimeoutMs` are capped.
-   * `false` turns it off. A lowercase HTTP token.
+   * longer make it. Only ASCII digits count (surrounding spaces allowed); anything else (signs,
+   * decimals, units, lists, empty, over 64 characters) is ignored, as if the header were absent;
+   * values over `maxTimeoutMs` (any over 15 digits included) are capped. `false` turns it off. A
+   * lowercase HTTP token.
    * @default 'x-request-timeout-ms'
    */
   timeoutHeader?: string | false;
