@@ -145,6 +145,21 @@ describe('loadShed as a Fastify 5 plugin', () => {
     expect(limiter.inflight).toBe(0);
   });
 
+  it('answers 503 with reason expired, from outside the hook, a request that waited longer than maxQueueWaitMs', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 5, maxQueueWaitMs: 1 });
+    const gate = deferred();
+    const { url, calls } = await serve({ limiter }, gate.promise);
+    const first = fetch(`${url}/login`);
+    await nextEvent(limiter, 'acquire');
+    const response = await fetch(`${url}/recommendations/3`);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
+    expect(await response.json()).toEqual({ error: 'overloaded', reason: 'expired' });
+    gate.resolve();
+    await first;
+    expect(calls).toEqual(['/login']);
+  });
+
   it('releases the permit as failure when a route throws, and as dropped when it answers 503', async () => {
     const limiter = new Limiter({ limit: 1 });
     const { url } = await serve({ limiter }, undefined, (app) => {
