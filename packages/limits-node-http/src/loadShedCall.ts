@@ -15,7 +15,10 @@ export interface ShedHost {
   outcome(res: ServerResponse): Outcome;
 }
 
-/** The call of the response it belongs to: one shared `close` listener, no closure per request. */
+/**
+ * The calls of a response, newest first (several when `loadShed` instances are stacked, e.g. a
+ * global one and a route's): one shared `close` listener per response, no closure per request.
+ */
 const CALL = Symbol('limits.loadShed.call');
 type Tagged = ServerResponse & { [CALL]?: ShedCall };
 
@@ -24,8 +27,7 @@ type Tagged = ServerResponse & { [CALL]?: ShedCall };
  * response that was sent, and alone when the client disconnected first (or while queued).
  */
 function onClose(this: Tagged): void {
-  const call = this[CALL];
-  if (call !== undefined) call.closed();
+  for (let call = this[CALL]; call !== undefined; call = call.outer) call.closed();
 }
 
 function rethrow(error: unknown): never {
@@ -42,6 +44,8 @@ function rethrow(error: unknown): never {
 export abstract class ShedCall implements PermitRequest {
   permit: Permit | undefined = undefined;
   ticket: QueueTicket | undefined = undefined;
+  /** The call of an outer `loadShed` on the same response, if any. */
+  outer: ShedCall | undefined = undefined;
 
   constructor(
     readonly host: ShedHost,
@@ -62,8 +66,10 @@ export abstract class ShedCall implements PermitRequest {
    * response's end. `permit` given means start now, in the caller's stack (a throw is the caller's).
    */
   admitted(permit: Permit | undefined): void {
-    (this.res as Tagged)[CALL] = this;
-    this.res.on('close', onClose);
+    const res = this.res as Tagged;
+    this.outer = res[CALL];
+    res[CALL] = this;
+    if (this.outer === undefined) res.on('close', onClose);
     if (permit !== undefined) {
       this.permit = permit;
       this.startGuarded(false);

@@ -96,6 +96,21 @@ describe('loadShed as Express 5 middleware', () => {
     gate.resolve();
   });
 
+  it('releases the permits of stacked loadShed instances, each to its own limiter', async () => {
+    const outer = new Limiter({ limit: 2 });
+    const inner = new Limiter({ limit: 2 });
+    const app = express();
+    app.use(loadShed({ limiter: outer }));
+    app.get('/', loadShed({ limiter: inner }), (_req, res) => {
+      res.send('ok');
+    });
+    const url = await listen(createServer(app), closers);
+    const released = Promise.all([nextEvent(outer, 'release'), nextEvent(inner, 'release')]);
+    expect(await (await fetch(url)).text()).toBe('ok');
+    expect((await released).map((e) => e.outcome)).toEqual(['success', 'success']);
+    expect([outer.inflight, inner.inflight]).toEqual([0, 0]);
+  });
+
   it('takes a client that disconnects while queued out of the queue at once', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5 });
     const gate = deferred();
