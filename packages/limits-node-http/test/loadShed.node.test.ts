@@ -55,6 +55,34 @@ describe('loadShed on node:http', () => {
     expect((await first).status).toBe(200);
   });
 
+  it("writes the limiter's retry estimate as Retry-After in whole seconds, capped by maxRetryAfterMs", async () => {
+    // Nothing measured yet: the limiter estimates a permit frees in initialServiceMs.
+    const limiter = new Limiter({ limit: 1, maxQueued: 0, initialServiceMs: 4_500 });
+    const gate = deferred();
+    const uncapped = await serve({ limiter }, gate.promise);
+    const capped = await serve({ limiter, maxRetryAfterMs: 3_000 }, gate.promise);
+    const first = fetch(uncapped.url);
+    await nextEvent(limiter, 'acquire');
+    const rejected = nextEvent(limiter, 'reject');
+    const response = await fetch(uncapped.url);
+    const { retryAfterMs } = await rejected;
+    expect(retryAfterMs).toBeGreaterThan(1_000);
+    expect(response.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
+    expect((await fetch(capped.url)).headers.get('retry-after')).toBe('3');
+    gate.resolve();
+    await first;
+  });
+
+  it('answers 503 with reason closed once the limiter is closed', async () => {
+    const limiter = new Limiter({ limit: 1 });
+    const { url, calls } = await serve({ limiter });
+    await limiter.close();
+    const response = await fetch(url);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({ error: 'overloaded', reason: 'closed' });
+    expect(calls).toEqual([]);
+  });
+
   it('serves a queued request once the permit ahead of it is released', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5 });
     const gate = deferred();
