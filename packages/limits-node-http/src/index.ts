@@ -34,6 +34,15 @@ export type {
   LimitFetchRequest,
   LimitFetchResult,
 } from './limitFetchOptions.js';
+export { type LoadShed, loadShed } from './loadShed.js';
+export type {
+  FastifyInstanceLike,
+  FastifyReplyLike,
+  FastifyRequestLike,
+  LoadShedPlugin,
+} from './loadShedFastify.js';
+export type { LoadShedOptions } from './loadShedOptions.js';
+export { type ShedResponse, shedResponse } from './loadShedResponse.js';
 export {
   defaultRttBuckets,
   type MetricsHandle,
