@@ -6,6 +6,7 @@ import {
   type Limiter,
   type Outcome,
 } from 'limits-core';
+import { classifyStatus } from './classify.js';
 import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './loadShedCall.js';
 import {
   type FastifyAdmission,
@@ -20,7 +21,7 @@ import {
   type ResolvedShedOptions,
   resolveShedOptions,
 } from './loadShedOptions.js';
-import { parseTimeoutHeader, statusOutcome, writeShed } from './loadShedResponse.js';
+import { parseTimeoutHeader, writeShed } from './loadShedResponse.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a
@@ -112,7 +113,7 @@ class Shedder implements ShedHost, FastifyAdmission {
         // Documented: a throwing classify falls back to the default table.
       }
     }
-    return statusOutcome(res.statusCode);
+    return classifyStatus(res.statusCode);
   }
 
   #limiterOf(req: IncomingMessage, route: string | undefined): Limiter {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { LimitExceededError, Outcome } from 'limits-core';
+import type { LimitExceededError } from 'limits-core';
 
 /** The parts of a load-shedding 503: status, headers and body. */
 export interface ShedResponse {
@@ -85,15 +85,4 @@ export function parseTimeoutHeader(
   const digits = DIGITS.exec(value)?.[1];
   if (digits === undefined) return undefined;
   return digits.length > 15 ? maxMs : Math.min(Number(digits), maxMs);
-}
-
-/**
- * @internal The default outcome of a finished response: 429, 502, 503, 504 → `dropped` (congestion:
- * the limit backs off), other 5xx → `failure` (no latency sample), else `success`. The same table
- * as the client side's `classifyStatus`.
- */
-export function statusOutcome(status: number): Outcome {
-  if (status < 429) return 'success';
-  if (status === 429 || status === 502 || status === 503 || status === 504) return 'dropped';
-  return status >= 500 && status < 600 ? 'failure' : 'success';
 }
