@@ -172,7 +172,7 @@ export class GradientLimit extends ProbingLimit {
     let next: number;
     if (sample.dropped) {
       reason = 'drop';
-      next = Math.min(n, L) * gradient + this.#allowance(L);
+      next = this.dropTarget(L, n);
     } else {
       const short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
@@ -191,10 +191,11 @@ export class GradientLimit extends ProbingLimit {
       next = n * gradient + this.#allowance(n);
       if (gradient >= 1 && this.slowStart) next = Math.max(next, 2 * n);
       // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
-      // no evidence of congestion).
-      if (gradient >= 1 && next < L) next = L;
+      // no evidence of congestion); with it, a sample never raises the limit (one admitted under an
+      // older, higher in-flight would aim above the limit while latency is many times the baseline).
+      if (gradient >= 1 ? next < L : next > L) next = L;
       reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
-      if (reason === 'queueing') this.endSlowStart(sample.startTime);
+      if (reason === 'queueing') this.endSlowStart(sample.startTime, true);
     }
     this.#gradient = gradient;
     this.#longRtt = long;
@@ -203,6 +204,11 @@ export class GradientLimit extends ProbingLimit {
 
   protected smooth(L: number, next: number): number {
     return L + this.#smoothing * (next - L);
+  }
+
+  protected dropTarget(L: number, inflight: number): number {
+    // A drop never raises the limit (the allowance alone can exceed a small limit).
+    return Math.min(L, Math.min(Math.max(1, inflight), L) * MIN_GRADIENT + this.#allowance(L));
   }
 
   protected explain(d: LimitDecision): void {

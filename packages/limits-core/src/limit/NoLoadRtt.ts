@@ -161,15 +161,18 @@ export class NoLoadRtt {
    * `end` on the sample that ends a probe, `none` otherwise.
    * @param limit - the algorithm's own (undipped) limit.
    * @param minLimit - the algorithm's minimum; a dip never goes below it.
+   * @param mayStart - whether a due probe may start now (the algorithms hold it while slow start
+   *   runs: a dip in the middle of a regain costs a round of it); it starts at the first sample that
+   *   may.
    */
-  observe(sample: Sample, limit: number, minLimit: number): ProbeState {
+  observe(sample: Sample, limit: number, minLimit: number, mayStart = true): ProbeState {
     const rtt = sample.rtt;
     // Only a new low can move the baseline between probes (a probe's end resets the lows).
     if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
     if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
     this.#untilProbe -= 1 / Math.max(1, limit);
-    if (this.#untilProbe > 1e-9) return 'none';
+    if (this.#untilProbe > 1e-9 || !mayStart) return 'none';
     return this.#startProbe(sample, limit, minLimit);
   }
 
@@ -208,7 +211,7 @@ export class NoLoadRtt {
     ) {
       this.#probeRtts.push(sample.rtt);
     }
-    const wanted = Math.min(this.#probeSamples, Math.max(1, this.dipLimit));
+    const wanted = this.#probeSamples;
     // A dip is bounded: if traffic cannot fill it with clean samples (light load, all drops),
     // give up after the in-flight of the old limit has drained twice over.
     const count = this.#probeRtts.length;

@@ -1,7 +1,7 @@
 import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
-import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
+import { LATE_RTTS, ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
   'initialLimit',
@@ -131,39 +131,49 @@ export class VegasLimit extends ProbingLimit {
     let reason: LimitReason;
     let queue: number | undefined;
     if (sample.dropped) {
-      next = L - l10;
+      next = this.dropTarget(L, sample.inflight);
       reason = 'drop';
     } else {
+      const base = this.baselineRttMs;
       // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
-      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
+      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate. A sample is
+      // counted at most as late (LATE_RTTS × base): past that it only says "late", and a spike's
+      // 60× RTTs would otherwise hold the average up for rounds after latency is back.
       const w = Math.min(++this.#rttCount, Math.max(1, L));
-      this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
+      this.#rttAvg += (Math.min(sample.rtt, LATE_RTTS * base) - this.#rttAvg) / w;
       if (this.probe !== 'none') {
         this.#queue = undefined;
         return this.hold(sample);
       }
-      const base = this.baselineRttMs;
+      const avg = this.#rttAvg;
       // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
-      queue = base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
+      queue = base < Infinity && avg > 0 ? Math.ceil(L * (1 - base / avg)) : 0;
       // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
       // the delay of the loop's own feedback) moves the limit by one step.
       const perSample = 1 / Math.max(1, L);
-      if (queue < this.#alpha * l10) {
-        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
-        const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
-        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
-        reason = 'increase';
-      } else if (queue > this.#beta * l10) {
+      // Small limits (a pool of 4–20): the thresholds are also bounded by shares of the limit, and a
+      // queue of half the limit (avg ≥ 2 × base) is never steady.
+      const alpha = Math.min(this.#alpha * l10, Math.max(2, L / 4));
+      if (queue > Math.min(this.#beta * l10, Math.max(2, L / 3)) || avg >= 2 * base) {
         next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
         reason = 'queueing';
-        this.endSlowStart(sample.startTime);
+        this.endSlowStart(sample.startTime, true);
+      } else if (queue < alpha) {
+        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
+        const step = queue <= Math.min(this.#threshold * l10, alpha) ? this.#beta * l10 : l10;
+        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
+        reason = 'increase';
       } else {
         reason = 'steady';
-        this.endSlowStart(sample.startTime);
+        this.endSlowStart(sample.startTime, false);
       }
     }
     this.#queue = queue;
     return this.apply(reason, next, sample);
+  }
+
+  protected dropTarget(L: number, _inflight: number): number {
+    return L - log10Scale(L);
   }
 
   protected smooth(L: number, next: number): number {
