@@ -10,6 +10,9 @@ import { usableSample } from './usableSample.js';
  */
 export const LATE_RTTS = 4;
 
+/** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
+const VALID_RTT = 1.25;
+
 /** Share of the gap to the app-limited target closed per round of `limit` samples. */
 const DECAY_PER_ROUND = 0.5;
 
@@ -96,9 +99,10 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     return this.#maxLimit;
   }
 
-  /** The current limit (the dip limit while a probe runs). */
+  /** The current limit (the dip limit while a probe runs, or the estimate if that fell below it). */
   get limit(): number {
-    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
+    const estimate = this.#estimate;
+    return this.#noLoad.probing ? Math.min(this.#noLoad.dipLimit, estimate) : estimate;
   }
 
   /**
@@ -170,7 +174,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     const sample = usableSample(input);
     if (sample !== undefined) {
       const L = this.#estimate;
-      this.probe = this.#noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.active);
+      this.probe = this.#noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.regaining);
     }
     return sample;
   }
@@ -216,7 +220,13 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
     if (!sample.dropped) {
-      const validated = !idle && (reason === 'increase' || reason === 'steady');
+      // At full use and no queueing, by the decision and by the sample's own RTT (the averages
+      // lag a round: at the top of an overshoot they still read steady); an increase in slow start
+      // does not count either: it doubles faster than its samples can show queueing.
+      const validated =
+        !idle &&
+        sample.rtt <= VALID_RTT * this.#noLoad.value &&
+        (reason === 'steady' || (reason === 'increase' && !this.#slowStart.active));
       this.#slowStart.after(
         L,
         this.#estimate,

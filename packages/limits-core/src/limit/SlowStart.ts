@@ -4,7 +4,8 @@
  *
  * It runs once from `initialLimit` until the first queueing, as in TCP. It runs again after a
  * collapse: the last good level is remembered (the limit of the last sample at full use that showed
- * no queueing — a decision `increase` or `steady` that was not app-limited), and when such a sample
+ * no queueing — a decision `steady`, or `increase` outside slow start, that was not app-limited),
+ * and when such a sample
  * shows up again (latency is back at the baseline) while the limit is under half of that level,
  * slow start aims back at it. That is TCP's `ssthresh` without the halving: the level was good until
  * the incident, and queueing ends the doubling early if it no longer is. It covers a collapse from
@@ -28,9 +29,9 @@ export class SlowStart {
     this.#target = max;
   }
 
-  /** The last good level (0 before any sample validated one). */
-  get good(): number {
-    return this.#good;
+  /** True while a re-armed slow start climbs back toward the good level. */
+  get regaining(): boolean {
+    return this.active && this.#rearmed;
   }
 
   /**
