@@ -26,8 +26,9 @@ export interface NoLoadRttOptions {
    */
   probeMultiplier?: number;
   /**
-   * Spacing multiplier used instead of `probeMultiplier` for the first probe and right after a probe
-   * that moved the baseline, so a wrong baseline is corrected within a few rounds, not hundreds.
+   * Spacing multiplier used instead of `probeMultiplier` right after a probe that moved the
+   * baseline (and half of it for the first probe), so a wrong baseline is corrected within a few
+   * rounds, not hundreds.
    * @default 2
    */
   recheckMultiplier?: number;
@@ -73,6 +74,9 @@ function rttUsable(rtt: number): boolean {
   return rtt > 0 && rtt < Infinity;
 }
 
+/** A probe that lowers the baseline to this share or less finds the limit was set against queueing. */
+const COLLAPSE = 2 / 3;
+
 /** Samples in the average RTT outside probes. */
 const LOADED_SAMPLES = 16;
 
@@ -109,6 +113,11 @@ export class NoLoadRtt {
   value = Infinity;
   /** The limit to hold while a probe dip is running. */
   dipLimit = 0;
+  /**
+   * The last probe lowered the baseline to two thirds or less: the limit was set against a baseline
+   * that was mostly queueing (a start far above the capacity), and should not stay above the dip.
+   */
+  collapsed = false;
 
   readonly #probeMultiplier: number;
   readonly #recheckMultiplier: number;
@@ -193,7 +202,9 @@ export class NoLoadRtt {
     if (this.#probing) return this.#observeProbe(sample, limit);
     // The RTT at the full limit, for the probes' end (an average over about 16 samples).
     if (!sample.dropped && rttUsable(rtt)) this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
-    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
+    // The first probe comes within the first round (by default): the first samples may all have
+    // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
+    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
     this.#untilProbe -= 1 / Math.max(1, limit);
     if (this.#untilProbe > 1e-9 || !mayStart) return 'none';
     return this.#startProbe(sample, limit, minLimit);
@@ -231,6 +242,7 @@ export class NoLoadRtt {
 
   #observeProbe(sample: Sample, limit: number): ProbeState {
     this.#probeSeen++;
+    this.collapsed = false;
     if (
       !sample.dropped &&
       rttUsable(sample.rtt) &&
@@ -255,6 +267,7 @@ export class NoLoadRtt {
       if (candidate < before * 0.9) {
         this.value = candidate;
         moved = true;
+        this.collapsed = candidate <= before * COLLAPSE;
       } else if (candidate > before * 1.1) {
         const deepest = this.#probeAt <= this.#minProbeDepth;
         this.value = deepest ? candidate : Math.min(candidate, before * 2);

@@ -174,7 +174,14 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     const sample = usableSample(input);
     if (sample !== undefined) {
       const L = this.#estimate;
-      this.probe = this.#noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.regaining);
+      const noLoad = this.#noLoad;
+      this.probe = noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.regaining);
+      // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
+      // it restarts from the dip with a fresh slow start (as from an initial limit).
+      if (this.probe === 'end' && noLoad.collapsed && noLoad.dipLimit < L) {
+        this.#estimate = Math.max(this.#minLimit, noLoad.dipLimit);
+        this.#slowStart.restart(sample.startTime + sample.rtt);
+      }
     }
     return sample;
   }

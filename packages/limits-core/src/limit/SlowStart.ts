@@ -17,6 +17,7 @@
 export class SlowStart {
   /** True while growth doubles per round. */
   active = true;
+  readonly #max: number;
   #target: number;
   #since = -Infinity;
   /** The limit of the last validated sample (see the class comment); 0 before the first. */
@@ -26,6 +27,7 @@ export class SlowStart {
 
   /** @param max - the level the initial slow start may reach (the algorithm's maximum). */
   constructor(max: number) {
+    this.#max = max;
     this.#target = max;
   }
 
@@ -61,6 +63,19 @@ export class SlowStart {
       if (before < this.#good / 2) this.#resume(now);
       this.#good = before;
     }
+  }
+
+  /**
+   * Starts over as from an initial limit (toward the maximum, ended by the first queueing or steady
+   * sample), forgetting the good level: a probe found the limit was judged against a wrong baseline.
+   * @param now - the time (clock ms); calls admitted before say nothing about the new start.
+   */
+  restart(now: number): void {
+    this.active = true;
+    this.#rearmed = false;
+    this.#since = now;
+    this.#target = this.#max;
+    this.#good = 0;
   }
 
   // Apart from `after`, which runs on every sample: kept small, V8 inlines it into the algorithm.

@@ -26,6 +26,12 @@ export interface DownstreamModel {
    * `lateAfterMs` are reported once each through its `onLate`. @default Infinity (no ticks)
    */
   tickMs?: number;
+  /**
+   * Requests started together (a fill after a completion or the start) all take the latency of the
+   * in-flight count they reach together, not of their own position in the fill: a start far above
+   * the capacity then overloads even the first samples. @default false
+   */
+  burst?: boolean;
   /** Seed of the noise (used by simulate.ts). @default 1 */
   seed?: number;
 }

@@ -70,7 +70,8 @@ export function closedLoop(algorithm, model, samples, random) {
   const fill = () => {
     const cap = Math.min(Math.max(1, Math.floor(algorithm.limit)), demand(completed));
     while (heap.length < cap) {
-      const n = heap.length + 1;
+      // With `burst`, the requests started together all meet the downstream at their final count.
+      const n = model.burst ? cap : heap.length + 1;
       const took =
         base(completed, now) * Math.max(1, n / model.capacity) * (1 + noise * (2 * random() - 1));
       // A client timeout ends the call (and its permit) at the timeout, as a dropped sample.
