@@ -10,6 +10,9 @@ import { usableSample } from './usableSample.js';
  */
 export const LATE_RTTS = 4;
 
+/** A sample admitted under less than this share of the limit cannot validate it as a good level. */
+const VALID_USE = 0.75;
+
 /** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
 const VALID_RTT = 1.25;
 
@@ -227,11 +230,12 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
     if (!sample.dropped) {
-      // At full use and no queueing, by the decision and by the sample's own RTT (the averages
-      // lag a round: at the top of an overshoot they still read steady); an increase in slow start
-      // does not count either: it doubles faster than its samples can show queueing.
+      // At full use (admitted at 75 % of the limit or more) and no queueing, by the decision and by
+      // the sample's own RTT (the averages lag a round: at the top of an overshoot they still read
+      // steady); an increase in slow start does not count either: it doubles faster than its
+      // samples can show queueing.
       const validated =
-        !idle &&
+        sample.inflight >= VALID_USE * L &&
         sample.rtt <= VALID_RTT * this.#noLoad.value &&
         (reason === 'steady' || (reason === 'increase' && !this.#slowStart.active));
       this.#slowStart.after(
