@@ -71,10 +71,10 @@ export class LateCalls {
   #open(now: number): void {
     const begins = this.#begins;
     const counts = this.#counts;
-    const last = counts.length - 1;
-    // An empty newest bucket holds no call: move its start instead of adding one.
-    if (last >= this.#head && counts[last] === 0) {
-      begins[last] = now;
+    // An empty newest bucket alone holds no call: move its start. (With an older bucket before it,
+    // moving it would move that bucket's end, and so when its calls are reported.)
+    if (counts.length - 1 === this.#head && counts[this.#head] === 0) {
+      begins[this.#head] = now;
     } else {
       begins.push(now);
       counts.push(0);
