@@ -195,6 +195,37 @@ describe.each(ALGORITHMS)('%s (issue 12, simulator)', (_name, make) => {
   });
 });
 
+describe("Vegas regains after a spike even without the limiter's late reports (issue 12)", () => {
+  test('fed directly (no ticks) and without a client timeout, it regains 90 % of the prior limit within 100 samples of recovery (median over seeds; 243 before)', () => {
+    const regains: number[] = [];
+    for (const seed of SEEDS) {
+      let t0 = Infinity;
+      const model: DownstreamModel = {
+        capacity: C,
+        baseLatencyMs: (k, start) => {
+          if (k >= 3000 && t0 === Infinity) t0 = start;
+          return start >= t0 && start < t0 + 8000 ? 60 * B : B;
+        },
+        seed,
+      };
+      const t = simulateTraced(
+        new VegasLimit({ initialLimit: 50, random: seededRandom(seed) }),
+        model,
+        6000,
+      );
+      let p = 2999;
+      while (t.reasons[p]?.startsWith('probe')) p--;
+      const prior = limitAt(t, p);
+      let back = 3000;
+      while (back < 6000 && (t.steps[back] as Step).sample.startTime < t0 + 8000) back++;
+      let regain = back;
+      while (regain < 6000 && limitAt(t, regain) < 0.9 * prior) regain++;
+      regains.push(regain - back);
+    }
+    expect(median(regains)).toBeLessThanOrEqual(100);
+  });
+});
+
 describe('Vegas started far above the capacity (issue 12)', () => {
   test('from 500 against C = 50, with the first samples all overloaded, it is within ±30 % of C from sample 1,600 on and its baseline is the no-load RTT', () => {
     for (const seed of SEEDS) {

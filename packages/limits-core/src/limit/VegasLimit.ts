@@ -137,10 +137,10 @@ export class VegasLimit extends ProbingLimit {
       const base = this.baselineRttMs;
       // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
       // average (an EWMA over L samples) keeps RTT noise out of the queue estimate. A sample is
-      // counted at most as late (LATE_RTTS × base): past that it only says "late", and a spike's
+      // counted at most as twice late (2 × LATE_RTTS × base, a queue of 7/8 of the limit): a spike's
       // 60× RTTs would otherwise hold the average up for rounds after latency is back.
       const w = Math.min(++this.#rttCount, Math.max(1, L));
-      this.#rttAvg += (Math.min(sample.rtt, LATE_RTTS * base) - this.#rttAvg) / w;
+      this.#rttAvg += (Math.min(sample.rtt, 2 * LATE_RTTS * base) - this.#rttAvg) / w;
       if (this.probe !== 'none') {
         this.#queue = undefined;
         return this.hold(sample);
