@@ -79,8 +79,11 @@ class Ewma {
  * Per sample, with `L` the limit and `n` the in-flight the sample was admitted under:
  * `gradient = clamp(tolerance × long / short, 0.25, tolerance)`, `next = n × gradient + allowance`;
  * a gradient ≥ 1 (no queueing beyond the tolerance) never lowers the limit (`next = max(next, L)`),
- * and during slow start it aims at `max(next, 2n)`. Then `L = L + smoothing × (next − L)`, clamped to
- * `[minLimit, maxLimit]`. A dropped sample uses the lowest gradient: `next = min(n, L) × 0.25 + allowance`.
+ * and during slow start it aims at `max(next, 2n)`; a gradient < 1 never raises it
+ * (`next = min(next, L)`). Then `L = L + smoothing × (next − L)`, clamped to `[minLimit, maxLimit]`
+ * after smoothing (so `maxLimit` is reached). A dropped sample uses the lowest gradient:
+ * `next = min(L, min(n, L) × 0.25 + allowance)`; a call reported late by the limiter counts the same
+ * (reason `late`).
  *
  * Beyond the published version:
  * - the target comes from `n`, not `L`: a sample reports the load it was admitted under, so samples
@@ -91,7 +94,8 @@ class Ewma {
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
  *
- * The baseline, the probe dips, slow start and applying the result come from {@link ProbingLimit}.
+ * The baseline, the probe dips, slow start (and its re-arming after a collapse), the app-limited
+ * decay, late calls (`onLate`) and applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts

@@ -51,22 +51,29 @@ export function log10Scale(limit: number): number {
  * TCP Vegas as a concurrency limit (after Netflix's VegasLimit, with TCP Vegas' own averaging).
  *
  * Per sample, with `L` the limit, `L10 = max(1, floor(log10 L))`, `base` the no-load RTT and `avg`
- * the round's average RTT (an exponential average over `min(samples seen, L)` samples):
- * `queue = ceil(L × (1 − base / avg))`, then
- * - dropped sample → `L − L10` (reason `drop`);
- * - `queue < alpha·L10` → `L + step / L` (reason `increase`), where `step` is `beta·L10` when
- *   `queue ≤ threshold·L10`, else `L10`; during slow start `step = max(L, step)` (doubling per round);
- * - `queue > beta·L10` → `L − max(L10, queue − beta·L10) / L` (reason `queueing`);
+ * the round's average RTT (an exponential average over `min(samples seen, L)` samples, each RTT
+ * counted at most as `8 × base`): `queue = ceil(L × (1 − base / avg))`, with the thresholds
+ * `a = min(alpha·L10, max(2, L/4))` and `b = min(beta·L10, max(2, L/3))` (shares of the limit bound
+ * them at small limits, so a pool of 4–20 does not keep half its permits queued), then
+ * - dropped sample → `L − L10` (reason `drop`; a call reported late by the limiter counts the same,
+ *   reason `late`);
+ * - `queue > b`, or `avg ≥ 2 × base` (a standing queue of half the limit or more, whatever its
+ *   size) → `L − max(L10, queue − beta·L10) / L` (reason `queueing`);
+ * - `queue < a` → `L + step / L` (reason `increase`), where `step` is `beta·L10` when
+ *   `queue ≤ min(threshold·L10, a)`, else `L10`; during slow start `step = max(L, step)` (doubling
+ *   per round);
  * - otherwise unchanged (reason `steady`).
- * Growth is suppressed while `2 × inflight < L` (reason `app-limited`); falls still apply. The result
- * is clamped to `[minLimit, maxLimit]` and smoothed: `L' = (1 − smoothing) × L + smoothing × next`.
+ * Growth is suppressed while `2 × inflight < L` (reason `app-limited`; after a whole round of it the
+ * limit decays toward twice the in-flight used); falls still apply. The result is smoothed,
+ * `L' = (1 − smoothing) × L + smoothing × next`, and clamped to `[minLimit, maxLimit]`.
  *
  * Why it differs from Netflix's version, which applies whole steps per sample: a sample reports the
  * load of one round ago, so per-sample steps move the limit by a whole round of steps before the
  * first answer arrives and it swings between half and twice the capacity. Here a round of `L`
  * samples moves it by one step (one step per RTT, as TCP Vegas does), and the averaged RTT keeps
  * sample noise out of the queue estimate. The baseline, the probe dips (reasons `probe`/`probe-end`),
- * slow start and applying the result come from {@link ProbingLimit}.
+ * slow start (and its re-arming after a collapse), the app-limited decay, late calls (`onLate`) and
+ * applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts
