@@ -209,6 +209,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   protected apply(reason: LimitReason, next: number, sample: Sample): number {
     const L = this.#estimate;
+    const base = this.#noLoad.value;
     const idle = 2 * sample.inflight < L;
     if (idle && next > L) {
       next = L;
@@ -234,21 +235,16 @@ export abstract class ProbingLimit implements LimitAlgorithm {
       // the sample's own RTT (the averages lag a round: at the top of an overshoot they still read
       // steady); an increase in slow start does not count either: it doubles faster than its
       // samples can show queueing.
+      const growing = reason === 'increase';
       const validated =
+        (growing ? !this.#slowStart.active : reason === 'steady') &&
         sample.inflight >= VALID_USE * L &&
-        sample.rtt <= VALID_RTT * this.#noLoad.value &&
-        (reason === 'steady' || (reason === 'increase' && !this.#slowStart.active));
-      this.#slowStart.after(
-        L,
-        this.#estimate,
-        validated,
-        reason === 'increase',
-        sample.startTime + sample.rtt,
-      );
+        sample.rtt <= VALID_RTT * base;
+      this.#slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
     }
     this.#reason = reason;
     this.#rtt = sample.rtt;
-    this.#base = this.#noLoad.value;
+    this.#base = base;
     return this.limit;
   }
 
