@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import { VegasLimit } from '../src/limit/VegasLimit.js';
+import { WindowedLimit } from '../src/limit/WindowedLimit.js';
 import type { LimitEvent } from '../src/limiter/events.js';
 import { LateCalls } from '../src/limiter/LateCalls.js';
 import { Limiter } from '../src/limiter/Limiter.js';
@@ -163,5 +164,17 @@ describe('the limiter checks the late-call members of a limit algorithm', () => 
     expect(() => new Limiter({ limit: { ...base, lateAfterMs: '9' } as never })).toThrow(
       /option "limit.lateAfterMs" must be a number or undefined, got "9"/,
     );
+  });
+});
+
+describe('WindowedLimit passes late calls to its delegate', () => {
+  test("lateAfterMs is the delegate's and onLate goes to it at once", () => {
+    const inner = new Recorder();
+    const windowed = new WindowedLimit(inner);
+    expect(windowed.lateAfterMs).toBe(100);
+    windowed.onLate(2, 7);
+    expect(inner.late).toEqual([[2, 7]]);
+    expect(windowed.limit).toBe(8);
+    expect(new WindowedLimit({ limit: 3, update: () => 3 }).lateAfterMs).toBeUndefined();
   });
 });
