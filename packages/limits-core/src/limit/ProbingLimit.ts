@@ -209,7 +209,6 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   protected apply(reason: LimitReason, next: number, sample: Sample): number {
     const L = this.#estimate;
-    const base = this.#noLoad.value;
     const idle = 2 * sample.inflight < L;
     if (idle && next > L) {
       next = L;
@@ -218,30 +217,18 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
     if (!sample.dropped) {
       if (idle) {
-        if (reason === 'app-limited' || reason === 'steady') {
-          const decayed = this.#decay(L, estimate, sample.inflight);
-          if (decayed < estimate) {
-            estimate = decayed;
-            reason = 'app-limited';
-          }
+        const decayed = this.#decay(L, estimate, sample.inflight, reason);
+        if (decayed < estimate) {
+          estimate = decayed;
+          reason = 'app-limited';
         }
       } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
         this.#idleSum = this.#idleCount = this.#decayTo = 0;
       }
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
-    if (!sample.dropped) {
-      // At full use (admitted at 75 % of the limit or more) and no queueing, by the decision and by
-      // the sample's own RTT (the averages lag a round: at the top of an overshoot they still read
-      // steady); an increase in slow start does not count either: it doubles faster than its
-      // samples can show queueing.
-      const growing = reason === 'increase';
-      const validated =
-        (growing ? !this.#slowStart.active : reason === 'steady') &&
-        sample.inflight >= VALID_USE * L &&
-        sample.rtt <= VALID_RTT * base;
-      this.#slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
-    }
+    const base = this.#noLoad.value;
+    if (!sample.dropped) this.#after(L, reason, sample, base);
     this.#reason = reason;
     this.#rtt = sample.rtt;
     this.#base = base;
@@ -249,10 +236,28 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   }
 
   /**
+   * Tells {@link SlowStart} of a decision that was not a drop. A sample validates the limit `L` it
+   * was judged against as a good level when it was at full use (admitted at 75 % of the limit or
+   * more) and showed no queueing, by the decision and by its own RTT (the averages lag a round: at
+   * the top of an overshoot they still read steady); an increase in slow start does not count
+   * either: it doubles faster than its samples can show queueing.
+   */
+  #after(L: number, reason: LimitReason, sample: Sample, base: number): void {
+    const slowStart = this.#slowStart;
+    const growing = reason === 'increase';
+    const validated =
+      (growing ? !slowStart.active : reason === 'steady') &&
+      sample.inflight >= VALID_USE * L &&
+      sample.rtt <= VALID_RTT * base;
+    slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
+  }
+
+  /**
    * App-limited decay (see the class comment): counts the sample into the round, and once a whole
    * round was app-limited moves the estimate toward twice its average in-flight.
    */
-  #decay(L: number, estimate: number, inflight: number): number {
+  #decay(L: number, estimate: number, inflight: number, reason: LimitReason): number {
+    if (reason !== 'app-limited' && reason !== 'steady') return estimate;
     this.#idleSum += inflight;
     if (++this.#idleCount >= L) {
       this.#decayTo = Math.max(this.#minLimit, (2 * this.#idleSum) / this.#idleCount);
