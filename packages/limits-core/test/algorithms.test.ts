@@ -119,7 +119,7 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
   });
 
   test('a probe dips the limit, measures clean samples, and keeps the baseline when it is right', () => {
-    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1 });
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2, probeDepth: 0.5 });
     // Spacing = 0.5 rounds of 10 samples → the 5th sample starts a dip to floor(10 × 0.5) = 5.
     const states = [];
     for (let i = 0; i < 5; i++) states.push(b.observe(s(100, 10, false, i), 10, 1));

@@ -79,8 +79,11 @@ class Ewma {
  * Per sample, with `L` the limit and `n` the in-flight the sample was admitted under:
  * `gradient = clamp(tolerance × long / short, 0.25, tolerance)`, `next = n × gradient + allowance`;
  * a gradient ≥ 1 (no queueing beyond the tolerance) never lowers the limit (`next = max(next, L)`),
- * and during slow start it aims at `max(next, 2n)`. Then `L = L + smoothing × (next − L)`, clamped to
- * `[minLimit, maxLimit]`. A dropped sample uses the lowest gradient: `next = min(n, L) × 0.25 + allowance`.
+ * and during slow start it aims at `max(next, 2n)`; a gradient < 1 never raises it
+ * (`next = min(next, L)`). Then `L = L + smoothing × (next − L)`, clamped to `[minLimit, maxLimit]`
+ * after smoothing (so `maxLimit` is reached). A dropped sample uses the lowest gradient:
+ * `next = min(L, min(n, L) × 0.25 + allowance)`; a call reported late by the limiter counts the same
+ * (reason `late`).
  *
  * Beyond the published version:
  * - the target comes from `n`, not `L`: a sample reports the load it was admitted under, so samples
@@ -91,7 +94,8 @@ class Ewma {
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
  *
- * The baseline, the probe dips, slow start and applying the result come from {@link ProbingLimit}.
+ * The baseline, the probe dips, slow start (and its re-arming after a collapse), the app-limited
+ * decay, late calls (`onLate`) and applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts
@@ -172,7 +176,7 @@ export class GradientLimit extends ProbingLimit {
     let next: number;
     if (sample.dropped) {
       reason = 'drop';
-      next = Math.min(n, L) * gradient + this.#allowance(L);
+      next = this.dropTarget(L, n);
     } else {
       const short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
@@ -191,10 +195,11 @@ export class GradientLimit extends ProbingLimit {
       next = n * gradient + this.#allowance(n);
       if (gradient >= 1 && this.slowStart) next = Math.max(next, 2 * n);
       // Without queueing beyond the tolerance a sample never lowers the limit (light traffic is
-      // no evidence of congestion).
-      if (gradient >= 1 && next < L) next = L;
+      // no evidence of congestion); with it, a sample never raises the limit (one admitted under an
+      // older, higher in-flight would aim above the limit while latency is many times the baseline).
+      if (gradient >= 1 ? next < L : next > L) next = L;
       reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
-      if (reason === 'queueing') this.endSlowStart(sample.startTime);
+      if (reason === 'queueing') this.endSlowStart(sample.startTime, true);
     }
     this.#gradient = gradient;
     this.#longRtt = long;
@@ -203,6 +208,11 @@ export class GradientLimit extends ProbingLimit {
 
   protected smooth(L: number, next: number): number {
     return L + this.#smoothing * (next - L);
+  }
+
+  protected dropTarget(L: number, inflight: number): number {
+    // A drop never raises the limit (the allowance alone can exceed a small limit).
+    return Math.min(L, Math.min(Math.max(1, inflight), L) * MIN_GRADIENT + this.#allowance(L));
   }
 
   protected explain(d: LimitDecision): void {

@@ -47,6 +47,23 @@ export interface LimitAlgorithm {
    * exceeds it (reason `too_large`) instead of queueing it forever.
    */
   readonly maxLimit?: number;
+  /**
+   * Optional, with {@link LimitAlgorithm.onLate}: the age in ms past which a call still in flight is
+   * a congestion signal before it completes (`Infinity`, or absent: never). Vegas and Gradient answer
+   * `4 ×` their no-load RTT.
+   *
+   * The rule: a limiter with an adaptive algorithm reads it on every tick of its stall detector (every
+   * `stallThresholdMs / 2` ms while calls are in flight; none with `stallThresholdMs: Infinity`), and
+   * reports each timed call (every call, or one in `sampleEvery`) still in flight past this age once,
+   * through `onLate`, to within a tick. Calls overlapping an event-loop stall are not reported.
+   */
+  readonly lateAfterMs?: number;
+  /**
+   * Optional, with {@link LimitAlgorithm.lateAfterMs}: `count` calls still in flight have just become
+   * late (each reported once; the call's own sample still comes when it completes). `inflight` is the
+   * units in flight now. The limiter reads `limit` afterwards, as after `update`.
+   */
+  onLate?(count: number, inflight: number): void;
 }
 
 /**
@@ -54,7 +71,9 @@ export interface LimitAlgorithm {
  * - `increase`: no sign of queueing, the limit grows;
  * - `queueing`: latency says requests queue at the downstream, the limit falls;
  * - `drop`: a dropped sample (timeout, overload), the limit falls;
- * - `app-limited`: growth suppressed because in-flight is well below the limit;
+ * - `late`: calls still in flight past `lateAfterMs` count as dropped samples (`onLate`);
+ * - `app-limited`: growth suppressed because in-flight is well below the limit (and, after a round
+ *   of it, the limit decays toward twice the in-flight used);
  * - `probe`: a short dip to re-measure the no-load RTT;
  * - `probe-end`: the dip ended, the limit is restored;
  * - `steady`: inside the target band, no change;
@@ -65,6 +84,7 @@ export type LimitReason =
   | 'increase'
   | 'queueing'
   | 'drop'
+  | 'late'
   | 'app-limited'
   | 'probe'
   | 'probe-end'

@@ -26,20 +26,25 @@ export interface NoLoadRttOptions {
    */
   probeMultiplier?: number;
   /**
-   * Spacing multiplier used instead of `probeMultiplier` for the first probe and right after a probe
-   * that moved the baseline, so a wrong baseline is corrected within a few rounds, not hundreds.
+   * Spacing multiplier used instead of `probeMultiplier` right after a probe that moved the
+   * baseline (and half of it for the first probe), so a wrong baseline is corrected within a few
+   * rounds, not hundreds.
    * @default 2
    */
   recheckMultiplier?: number;
   /**
-   * Depth of a normal dip: the limit falls to `floor(limit × probeDepth)` while probing. Half the
-   * limit is below the downstream's capacity whenever the limit sits near it. In (0, 1].
-   * @default `max(0.5, minProbeDepth)`
+   * Depth of a normal dip: the limit falls to `floor(limit × probeDepth)` while probing. Three
+   * quarters of the limit drain the queue of a limit up to a third above the downstream's capacity
+   * (the algorithms settle within that), and cost half the throughput of a dip to half. A dip
+   * shallower than half may confirm or lower the baseline but not raise it within ±10 %, so the
+   * first probe and every fourth one dip to half at most; a move (beyond ±10 %) is checked by
+   * deeper probes. In (0, 1].
+   * @default `max(0.75, minProbeDepth)`
    */
   probeDepth?: number;
   /**
-   * Deepest dip, used when probes keep moving the baseline (each move halves the depth down to
-   * this). A rise measured at this depth is trusted in full; a rise at a shallower dip is capped
+   * Deepest dip, used when probes keep moving the baseline (each move halves the depth, from at
+   * most 0.5, down to this). A rise measured at this depth is trusted in full; a rise at a shallower dip is capped
    * at ×2 per probe, so queueing at a shallow dip cannot inflate the baseline. In (0, probeDepth].
    * @default `min(0.125, probeDepth)`
    */
@@ -69,6 +74,18 @@ function rttUsable(rtt: number): boolean {
   return rtt > 0 && rtt < Infinity;
 }
 
+/** A probe that lowers the baseline to this share or less finds the limit was set against queueing. */
+const COLLAPSE = 2 / 3;
+
+/** Samples in the average RTT outside probes. */
+const LOADED_SAMPLES = 16;
+
+/** A probe's candidate this close to the RTT at the full limit saw no queue to drain. */
+const SAME_RTT = 0.97;
+
+/** Probes at a normal depth above half between two at half (the first probe is at half too). */
+const SHALLOW_RUN = 3;
+
 /** What {@link NoLoadRtt.observe} tells the algorithm to do with the current sample. */
 export type ProbeState = 'none' | 'dip' | 'end';
 
@@ -96,6 +113,11 @@ export class NoLoadRtt {
   value = Infinity;
   /** The limit to hold while a probe dip is running. */
   dipLimit = 0;
+  /**
+   * The last probe lowered the baseline to two thirds or less: the limit was set against a baseline
+   * that was mostly queueing (a start far above the capacity), and should not stay above the dip.
+   */
+  collapsed = false;
 
   readonly #probeMultiplier: number;
   readonly #recheckMultiplier: number;
@@ -110,6 +132,14 @@ export class NoLoadRtt {
   #untilProbe = -1;
   #valueAtProbe = Infinity;
   #depth: number;
+  /** The average RTT outside probes (at the full limit), from 0. */
+  #loaded = 0;
+  /** `#loaded` when the running probe started. */
+  #loadedAtProbe = 0;
+  /** The depth of the running (or last) probe. */
+  #probeAt = 1;
+  /** Probes at a normal depth above half since the last one at half or deeper. */
+  #shallow = SHALLOW_RUN;
   #probing = false;
   #probeStart = 0;
   #probeSeen = 0;
@@ -140,7 +170,7 @@ export class NoLoadRtt {
       );
     }
     // A default fits the value given.
-    this.#probeDepth = Number.isNaN(depth) ? Math.max(0.5, minDepth || 0) : depth;
+    this.#probeDepth = Number.isNaN(depth) ? Math.max(0.75, minDepth || 0) : depth;
     this.#minProbeDepth = Number.isNaN(minDepth) ? Math.min(0.125, this.#probeDepth) : minDepth;
     this.#probeSamples = checkNumber(`${owner}.probeSamples`, options.probeSamples, 5, {
       min: 1,
@@ -161,15 +191,22 @@ export class NoLoadRtt {
    * `end` on the sample that ends a probe, `none` otherwise.
    * @param limit - the algorithm's own (undipped) limit.
    * @param minLimit - the algorithm's minimum; a dip never goes below it.
+   * @param mayStart - whether a due probe may start now (the algorithms hold it while a re-armed
+   *   slow start regains the last good level: a dip in the middle of a regain costs a round of it);
+   *   it starts at the first sample that may.
    */
-  observe(sample: Sample, limit: number, minLimit: number): ProbeState {
+  observe(sample: Sample, limit: number, minLimit: number, mayStart = true): ProbeState {
     const rtt = sample.rtt;
     // Only a new low can move the baseline between probes (a probe's end resets the lows).
     if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
-    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier);
+    // The RTT at the full limit, for the probes' end (an average over about 16 samples).
+    if (!sample.dropped && rttUsable(rtt)) this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
+    // The first probe comes within the first round (by default): the first samples may all have
+    // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
+    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
     this.#untilProbe -= 1 / Math.max(1, limit);
-    if (this.#untilProbe > 1e-9) return 'none';
+    if (this.#untilProbe > 1e-9 || !mayStart) return 'none';
     return this.#startProbe(sample, limit, minLimit);
   }
 
@@ -194,12 +231,18 @@ export class NoLoadRtt {
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
-    this.dipLimit = Math.max(minLimit, Math.floor(limit * this.#depth));
+    // Every few probes (and the first) dip to half at most: only such a dip may raise the baseline
+    // within ±10 % (the first baseline is often a sample at the noise's low edge).
+    const depth = this.#shallow >= SHALLOW_RUN ? Math.min(this.#depth, 0.5) : this.#depth;
+    this.#probeAt = depth;
+    this.#loadedAtProbe = this.#loaded;
+    this.dipLimit = Math.max(minLimit, Math.floor(limit * depth));
     return 'dip';
   }
 
   #observeProbe(sample: Sample, limit: number): ProbeState {
     this.#probeSeen++;
+    this.collapsed = false;
     if (
       !sample.dropped &&
       rttUsable(sample.rtt) &&
@@ -208,7 +251,7 @@ export class NoLoadRtt {
     ) {
       this.#probeRtts.push(sample.rtt);
     }
-    const wanted = Math.min(this.#probeSamples, Math.max(1, this.dipLimit));
+    const wanted = this.#probeSamples;
     // A dip is bounded: if traffic cannot fill it with clean samples (light load, all drops),
     // give up after the in-flight of the old limit has drained twice over.
     const count = this.#probeRtts.length;
@@ -224,15 +267,24 @@ export class NoLoadRtt {
       if (candidate < before * 0.9) {
         this.value = candidate;
         moved = true;
+        this.collapsed = candidate <= before * COLLAPSE;
       } else if (candidate > before * 1.1) {
-        const deepest = this.#depth <= this.#minProbeDepth;
+        const deepest = this.#probeAt <= this.#minProbeDepth;
         this.value = deepest ? candidate : Math.min(candidate, before * 2);
         moved = true;
-      } else {
+      } else if (this.#probeAt <= 0.5 || candidate >= this.#loadedAtProbe * SAME_RTT) {
         this.value = candidate;
       }
+      // Within ±10 %, a shallow dip (above half the limit) refreshes the baseline only when it
+      // measured the RTT of the full limit (no queue to drain there): at a limit far above the
+      // capacity such a dip still queues a little, and following it would drift upward; and letting
+      // it only lower the baseline would bias it to the low edge of the noise.
     }
-    this.#depth = moved ? Math.max(this.#minProbeDepth, this.#depth / 2) : this.#probeDepth;
+    // Each move halves the depth, starting from at most half the limit.
+    this.#shallow = this.#probeAt <= 0.5 ? 0 : this.#shallow + 1;
+    this.#depth = moved
+      ? Math.max(this.#minProbeDepth, Math.min(this.#probeAt, 0.5) / 2)
+      : this.#probeDepth;
     this.#low1 = Infinity;
     this.#low2 = Infinity;
     this.#untilProbe = this.#spacing(moved ? this.#recheckMultiplier : this.#probeMultiplier);

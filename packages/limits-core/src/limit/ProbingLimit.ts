@@ -4,6 +4,21 @@ import type { NoLoadRtt, NoLoadRttOptions, ProbeState } from './NoLoadRtt.js';
 import { SlowStart } from './SlowStart.js';
 import { usableSample } from './usableSample.js';
 
+/**
+ * A call still in flight after this many no-load RTTs is late: it counts as a dropped sample before
+ * it completes ({@link ProbingLimit.onLate}). Vegas also caps the RTTs it averages here.
+ */
+export const LATE_RTTS = 4;
+
+/** A sample admitted under less than this share of the limit cannot validate it as a good level. */
+const VALID_USE = 0.75;
+
+/** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
+const VALID_RTT = 1.25;
+
+/** Share of the gap to the app-limited target closed per round of `limit` samples. */
+const DECAY_PER_ROUND = 0.5;
+
 /** The bounds every probe-based algorithm takes, with the probe options of its {@link NoLoadRtt}. */
 export interface ProbingLimitOptions extends NoLoadRttOptions {
   /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
@@ -23,8 +38,22 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  *    baseline, whose probe schedule may start or end a dip (its answer is left in `probe`);
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
  *    applies the rule's target: growth is suppressed while `2 × inflight < limit` (reason
- *    `app-limited`; falls still apply), the target is clamped to `[minLimit, maxLimit]` and smoothed
- *    (`smooth`), a non-finite result keeps the last good limit, and {@link SlowStart} hears of it.
+ *    `app-limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
+ *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
+ *    hears of it.
+ *
+ * Around the rule, the base adds (issue 12):
+ * - **app-limited decay** (after TCP's congestion-window validation, RFC 7661): once in-flight has
+ *   stayed under half the limit for a whole round of samples, the limit decays toward twice the
+ *   average in-flight of the last such round (never below `minLimit`), closing half the gap per
+ *   round; a limit that is never used is no evidence of capacity, and a spike would fill all of it
+ *   before the first slow sample returns. Regrowth is fast: the last good level is kept and
+ *   {@link SlowStart} aims back at it when demand returns;
+ * - **late calls** ({@link ProbingLimit.onLate}): a call still in flight past `LATE_RTTS` (4) no-load
+ *   RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees it, before it
+ *   completes;
+ * - **fast regain**: {@link SlowStart} re-arms toward the last good level when latency is back at
+ *   the baseline after any collapse.
  * Both record the decision, built into {@link ProbingLimit.lastDecision} only when someone reads it.
  * The rule stays in the subclass's `update` (not behind a template method) and the helpers are small
  * so that V8 inlines all of the per-sample path into that one function, within its inlining budget:
@@ -39,6 +68,13 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   readonly #noLoad: NoLoadRtt;
   readonly #slowStart: SlowStart;
   #estimate: number;
+  // App-limited decay: the in-flight of the app-limited samples of the current round, and the
+  // target from the last whole round (0: not decaying).
+  #idleSum = 0;
+  #idleCount = 0;
+  #decayTo = 0;
+  /** The dropped sample `onLate` applies (one object, reused). */
+  readonly #late: Sample = { startTime: 0, rtt: 0, inflight: 0, dropped: true };
   // The last decision, kept as numbers and built on demand: the limiter reads it only for `limit`
   // event listeners.
   #reason: LimitReason | undefined = undefined;
@@ -66,9 +102,10 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     return this.#maxLimit;
   }
 
-  /** The current limit (the dip limit while a probe runs). */
+  /** The current limit (the dip limit while a probe runs, or the estimate if that fell below it). */
   get limit(): number {
-    return this.#noLoad.probing ? this.#noLoad.dipLimit : this.#estimate;
+    const estimate = this.#estimate;
+    return this.#noLoad.probing ? Math.min(this.#noLoad.dipLimit, estimate) : estimate;
   }
 
   /**
@@ -77,6 +114,33 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   get baselineRttMs(): number {
     return this.#noLoad.value;
+  }
+
+  /**
+   * The age in ms past which a call still in flight is late: `4 ×` the no-load RTT (`Infinity` before
+   * the first baseline). A limiter reads it on each tick of its stall detector (see
+   * {@link LimitAlgorithm.lateAfterMs}).
+   */
+  get lateAfterMs(): number {
+    return LATE_RTTS * this.#noLoad.value;
+  }
+
+  /**
+   * `count` calls still in flight have just passed {@link ProbingLimit.lateAfterMs}: each counts as a
+   * dropped sample admitted under `inflight` (the algorithm's drop rule, reason `late`), as a client
+   * timeout at that age would. The probe schedule and the baseline do not hear of it. Called by the
+   * limiter; a call with a count < 1 or a bad in-flight count does nothing.
+   * @param count - calls that became late since the last call, each reported once.
+   * @param inflight - units in flight now.
+   */
+  onLate(count: number, inflight: number): void {
+    if (!(count >= 1) || !(inflight >= 0) || inflight === Infinity) return;
+    const late = this.#late;
+    late.rtt = this.lateAfterMs;
+    late.inflight = inflight;
+    // More late calls than the limit cannot say more than a whole round of drops.
+    const n = Math.min(count, Math.max(1, Math.ceil(this.#estimate)));
+    for (let i = 0; i < n; i++) this.apply('late', this.dropTarget(this.#estimate, inflight), late);
   }
 
   /** Why the last update decided what it did, and the numbers behind it. */
@@ -100,9 +164,9 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     return this.#slowStart.active;
   }
 
-  /** Queueing ends slow start (see {@link SlowStart.end}). */
-  protected endSlowStart(startTime: number): void {
-    this.#slowStart.end(startTime);
+  /** Queueing (or, for the initial slow start, a steady sample) ends slow start (see {@link SlowStart.end}). */
+  protected endSlowStart(startTime: number, queueing: boolean): void {
+    this.#slowStart.end(startTime, queueing);
   }
 
   /**
@@ -112,7 +176,15 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   protected admit(input: Sample): Sample | undefined {
     const sample = usableSample(input);
     if (sample !== undefined) {
-      this.probe = this.#noLoad.observe(sample, this.#estimate, this.#minLimit);
+      const L = this.#estimate;
+      const noLoad = this.#noLoad;
+      this.probe = noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.regaining);
+      // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
+      // it restarts from the dip with a fresh slow start (as from an initial limit).
+      if (this.probe === 'end' && noLoad.collapsed && noLoad.dipLimit < L) {
+        this.#estimate = Math.max(this.#minLimit, noLoad.dipLimit);
+        this.#slowStart.restart(sample.startTime + sample.rtt);
+      }
     }
     return sample;
   }
@@ -137,23 +209,70 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   protected apply(reason: LimitReason, next: number, sample: Sample): number {
     const L = this.#estimate;
-    if (next > L && 2 * sample.inflight < L) {
+    const idle = 2 * sample.inflight < L;
+    if (idle && next > L) {
       next = L;
       reason = 'app-limited';
     }
-    const estimate = this.smooth(L, clamp(next, this.#minLimit, this.#maxLimit));
+    let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
+    if (!sample.dropped) {
+      if (idle) {
+        const decayed = this.#decay(L, estimate, sample.inflight, reason);
+        if (decayed < estimate) {
+          estimate = decayed;
+          reason = 'app-limited';
+        }
+      } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
+        this.#idleSum = this.#idleCount = this.#decayTo = 0;
+      }
+    }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
-    if (sample.dropped) this.#slowStart.drop(L);
-    else
-      this.#slowStart.after(this.#estimate, reason === 'increase', sample.startTime + sample.rtt);
+    const base = this.#noLoad.value;
+    if (!sample.dropped) this.#after(L, reason, sample, base);
     this.#reason = reason;
     this.#rtt = sample.rtt;
-    this.#base = this.#noLoad.value;
+    this.#base = base;
     return this.limit;
   }
 
-  /** The new estimate from the old one and the clamped target. */
+  /**
+   * Tells {@link SlowStart} of a decision that was not a drop. A sample validates the limit `L` it
+   * was judged against as a good level when it was at full use (admitted at 75 % of the limit or
+   * more) and showed no queueing, by the decision and by its own RTT (the averages lag a round: at
+   * the top of an overshoot they still read steady); an increase in slow start does not count
+   * either: it doubles faster than its samples can show queueing.
+   */
+  #after(L: number, reason: LimitReason, sample: Sample, base: number): void {
+    const slowStart = this.#slowStart;
+    const growing = reason === 'increase';
+    const validated =
+      (growing ? !slowStart.active : reason === 'steady') &&
+      sample.inflight >= VALID_USE * L &&
+      sample.rtt <= VALID_RTT * base;
+    slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
+  }
+
+  /**
+   * App-limited decay (see the class comment): counts the sample into the round, and once a whole
+   * round was app-limited moves the estimate toward twice its average in-flight.
+   */
+  #decay(L: number, estimate: number, inflight: number, reason: LimitReason): number {
+    if (reason !== 'app-limited' && reason !== 'steady') return estimate;
+    this.#idleSum += inflight;
+    if (++this.#idleCount >= L) {
+      this.#decayTo = Math.max(this.#minLimit, (2 * this.#idleSum) / this.#idleCount);
+      this.#idleSum = this.#idleCount = 0;
+    }
+    const to = this.#decayTo;
+    if (to === 0 || estimate <= to) return estimate;
+    return estimate - ((estimate - to) * DECAY_PER_ROUND) / Math.max(1, L);
+  }
+
+  /** The new estimate from the old one and the target. */
   protected abstract smooth(limit: number, next: number): number;
+
+  /** The rule's target for a dropped sample admitted under `inflight`, with the limit at `L`. */
+  protected abstract dropTarget(L: number, inflight: number): number;
 
   /** Adds the algorithm's own numbers of the last decision to `d`. */
   protected abstract explain(d: LimitDecision): void;

@@ -3,57 +3,87 @@
  * of the algorithm's additive step. Internal (not exported from the package since 0.2.0).
  *
  * It runs once from `initialLimit` until the first queueing, as in TCP. It runs again after a
- * collapse caused by drops (timeouts, overload replies): the limit held when the drops began is
- * remembered, and when growth resumes under half of it, slow start aims back at that level. That is
- * TCP's `ssthresh` without the halving: the level was good until the incident, and queueing ends the
- * doubling early if it no longer is. Without it, additive growth needs tens of rounds to climb back
- * from the floor after an outage. A fall from latency alone never re-arms it, so a limit that glides
- * down to the downstream's capacity does not bounce back up.
+ * collapse: the last good level is remembered (the limit of the last sample at full use that showed
+ * no queueing — a decision `steady`, or `increase` outside slow start, that was not app-limited),
+ * and when such a sample
+ * shows up again (latency is back at the baseline) while the limit is under half of that level,
+ * slow start aims back at it. That is TCP's `ssthresh` without the halving: the level was good until
+ * the incident, and queueing ends the doubling early if it no longer is. It covers a collapse from
+ * drops (timeouts), from late calls (`onLate`) and from latency alone (a spike of slow successes), and
+ * the regrowth after an app-limited decay. A limit that glides down to the downstream's capacity
+ * passes its good level down with it (it is refreshed at every validated sample at or above half
+ * of it), so it does not bounce back up.
  */
 export class SlowStart {
   /** True while growth doubles per round. */
   active = true;
+  readonly #max: number;
   #target: number;
   #since = -Infinity;
-  #dropLevel = 0;
+  /** The limit of the last validated sample (see the class comment); 0 before the first. */
+  #good = 0;
+  /** Slow start was re-armed toward the good level (not the initial one). */
+  #rearmed = false;
 
   /** @param max - the level the initial slow start may reach (the algorithm's maximum). */
   constructor(max: number) {
+    this.#max = max;
     this.#target = max;
   }
 
+  /** True while a re-armed slow start climbs back toward the good level. */
+  get regaining(): boolean {
+    return this.active && this.#rearmed;
+  }
+
   /**
-   * Queueing ends slow start.
+   * Queueing ends slow start; so does a sample inside the algorithm's target band (Vegas' `steady`)
+   * for the initial slow start only: one re-armed toward a known good level stops at that level or
+   * at queueing.
+   * @param queueing - the sample read as queueing (not merely `steady`).
    * @param startTime - start of the sample that showed queueing: a call admitted before slow start
    *   began (still in flight from the incident) says nothing about the new limit and is ignored.
    */
-  end(startTime: number): void {
-    if (startTime >= this.#since) this.active = false;
-  }
-
-  /** A dropped sample: remembers the level held when a run of drops began. */
-  drop(limit: number): void {
-    if (this.#dropLevel === 0) this.#dropLevel = limit;
+  end(startTime: number, queueing: boolean): void {
+    if (startTime >= this.#since && (queueing || !this.#rearmed)) this.active = false;
   }
 
   /**
    * Called after each decision that was not a drop.
+   * @param before - the limit the sample was judged against.
    * @param limit - the new limit.
+   * @param validated - the sample was at full use and showed no queueing (`increase` or `steady`).
    * @param growing - the decision was an increase.
    * @param now - the end time of the sample (clock ms).
    */
-  after(limit: number, growing: boolean, now: number): void {
+  after(before: number, limit: number, validated: boolean, growing: boolean, now: number): void {
     if (this.active && limit >= this.#target) this.active = false;
-    if (growing && this.#dropLevel !== 0) this.#resume(limit, now);
+    if (validated && (growing || before >= this.#good / 2)) {
+      // Under half the good level only growth (latency back at the baseline) replaces it.
+      if (before < this.#good / 2) this.#resume(now);
+      this.#good = before;
+    }
+  }
+
+  /**
+   * Starts over as from an initial limit (toward the maximum, ended by the first queueing or steady
+   * sample), forgetting the good level: a probe found the limit was judged against a wrong baseline.
+   * @param now - the time (clock ms); calls admitted before say nothing about the new start.
+   */
+  restart(now: number): void {
+    this.active = true;
+    this.#rearmed = false;
+    this.#since = now;
+    this.#target = this.#max;
+    this.#good = 0;
   }
 
   // Apart from `after`, which runs on every sample: kept small, V8 inlines it into the algorithm.
-  #resume(limit: number, now: number): void {
-    if (!this.active && limit < this.#dropLevel / 2) {
-      this.active = true;
-      this.#since = now;
-      this.#target = this.#dropLevel;
-    }
-    this.#dropLevel = 0;
+  #resume(now: number): void {
+    if (this.active) return;
+    this.active = true;
+    this.#rearmed = true;
+    this.#since = now;
+    this.#target = this.#good;
   }
 }

@@ -1,7 +1,7 @@
 import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
-import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
+import { LATE_RTTS, ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [
   'initialLimit',
@@ -51,22 +51,29 @@ export function log10Scale(limit: number): number {
  * TCP Vegas as a concurrency limit (after Netflix's VegasLimit, with TCP Vegas' own averaging).
  *
  * Per sample, with `L` the limit, `L10 = max(1, floor(log10 L))`, `base` the no-load RTT and `avg`
- * the round's average RTT (an exponential average over `min(samples seen, L)` samples):
- * `queue = ceil(L × (1 − base / avg))`, then
- * - dropped sample → `L − L10` (reason `drop`);
- * - `queue < alpha·L10` → `L + step / L` (reason `increase`), where `step` is `beta·L10` when
- *   `queue ≤ threshold·L10`, else `L10`; during slow start `step = max(L, step)` (doubling per round);
- * - `queue > beta·L10` → `L − max(L10, queue − beta·L10) / L` (reason `queueing`);
+ * the round's average RTT (an exponential average over `min(samples seen, L)` samples, each RTT
+ * counted at most as `8 × base`): `queue = ceil(L × (1 − base / avg))`, with the thresholds
+ * `a = min(alpha·L10, max(2, L/4))` and `b = min(beta·L10, max(2, L/3))` (shares of the limit bound
+ * them at small limits, so a pool of 4–20 does not keep half its permits queued), then
+ * - dropped sample → `L − L10` (reason `drop`; a call reported late by the limiter counts the same,
+ *   reason `late`);
+ * - `queue > b`, or `avg ≥ 2 × base` (a standing queue of half the limit or more, whatever its
+ *   size) → `L − max(L10, queue − beta·L10) / L` (reason `queueing`);
+ * - `queue < a` → `L + step / L` (reason `increase`), where `step` is `beta·L10` when
+ *   `queue ≤ min(threshold·L10, a)`, else `L10`; during slow start `step = max(L, step)` (doubling
+ *   per round);
  * - otherwise unchanged (reason `steady`).
- * Growth is suppressed while `2 × inflight < L` (reason `app-limited`); falls still apply. The result
- * is clamped to `[minLimit, maxLimit]` and smoothed: `L' = (1 − smoothing) × L + smoothing × next`.
+ * Growth is suppressed while `2 × inflight < L` (reason `app-limited`; after a whole round of it the
+ * limit decays toward twice the in-flight used); falls still apply. The result is smoothed,
+ * `L' = (1 − smoothing) × L + smoothing × next`, and clamped to `[minLimit, maxLimit]`.
  *
  * Why it differs from Netflix's version, which applies whole steps per sample: a sample reports the
  * load of one round ago, so per-sample steps move the limit by a whole round of steps before the
  * first answer arrives and it swings between half and twice the capacity. Here a round of `L`
  * samples moves it by one step (one step per RTT, as TCP Vegas does), and the averaged RTT keeps
  * sample noise out of the queue estimate. The baseline, the probe dips (reasons `probe`/`probe-end`),
- * slow start and applying the result come from {@link ProbingLimit}.
+ * slow start (and its re-arming after a collapse), the app-limited decay, late calls (`onLate`) and
+ * applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts
@@ -131,39 +138,49 @@ export class VegasLimit extends ProbingLimit {
     let reason: LimitReason;
     let queue: number | undefined;
     if (sample.dropped) {
-      next = L - l10;
+      next = this.dropTarget(L, sample.inflight);
       reason = 'drop';
     } else {
+      const base = this.baselineRttMs;
       // TCP Vegas compares with the average RTT of the last round, not one sample: the round's
-      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate.
+      // average (an EWMA over L samples) keeps RTT noise out of the queue estimate. A sample is
+      // counted at most as twice late (2 × LATE_RTTS × base, a queue of 7/8 of the limit): a spike's
+      // 60× RTTs would otherwise hold the average up for rounds after latency is back.
       const w = Math.min(++this.#rttCount, Math.max(1, L));
-      this.#rttAvg += (sample.rtt - this.#rttAvg) / w;
+      this.#rttAvg += (Math.min(sample.rtt, 2 * LATE_RTTS * base) - this.#rttAvg) / w;
       if (this.probe !== 'none') {
         this.#queue = undefined;
         return this.hold(sample);
       }
-      const base = this.baselineRttMs;
+      const avg = this.#rttAvg;
       // No queue estimate without a positive baseline and average (rtt 0 from a millisecond clock).
-      queue = base < Infinity && this.#rttAvg > 0 ? Math.ceil(L * (1 - base / this.#rttAvg)) : 0;
+      queue = base < Infinity && avg > 0 ? Math.ceil(L * (1 - base / avg)) : 0;
       // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
       // the delay of the loop's own feedback) moves the limit by one step.
       const perSample = 1 / Math.max(1, L);
-      if (queue < this.#alpha * l10) {
-        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
-        const step = queue <= this.#threshold * l10 ? this.#beta * l10 : l10;
-        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
-        reason = 'increase';
-      } else if (queue > this.#beta * l10) {
+      // Small limits (a pool of 4–20): the thresholds are also bounded by shares of the limit, and a
+      // queue of half the limit (avg ≥ 2 × base) is never steady.
+      const alpha = Math.min(this.#alpha * l10, Math.max(2, L / 4));
+      if (queue > Math.min(this.#beta * l10, Math.max(2, L / 3)) || avg >= 2 * base) {
         next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
         reason = 'queueing';
-        this.endSlowStart(sample.startTime);
+        this.endSlowStart(sample.startTime, true);
+      } else if (queue < alpha) {
+        // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
+        const step = queue <= Math.min(this.#threshold * l10, alpha) ? this.#beta * l10 : l10;
+        next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
+        reason = 'increase';
       } else {
         reason = 'steady';
-        this.endSlowStart(sample.startTime);
+        this.endSlowStart(sample.startTime, false);
       }
     }
     this.#queue = queue;
     return this.apply(reason, next, sample);
+  }
+
+  protected dropTarget(L: number, _inflight: number): number {
+    return L - log10Scale(L);
   }
 
   protected smooth(L: number, next: number): number {

@@ -109,6 +109,16 @@ export class WindowedLimit implements LimitAlgorithm {
     return this.delegate.lastDecision;
   }
 
+  /** The wrapped algorithm's `lateAfterMs` (`undefined` when it has none: no call is ever late). */
+  get lateAfterMs(): number | undefined {
+    return this.delegate.lateAfterMs;
+  }
+
+  /** Late calls go straight to the wrapped algorithm (not through the window), if it takes them. */
+  onLate(count: number, inflight: number): void {
+    this.delegate.onLate?.(count, inflight);
+  }
+
   /** Adds the sample to the window; feeds the delegate when the window closes. */
   update(input: Sample): number {
     const sample = usableSample(input);

@@ -3,10 +3,12 @@ import type { LimitAlgorithm } from './LimitAlgorithm.js';
 
 /**
  * @internal Checks that `value` is a usable {@link LimitAlgorithm}: an object with an `update`
- * function and a finite `limit` ≥ 0, and, if it has one, a `maxLimit` that is a number > 0.
+ * function and a finite `limit` ≥ 0, and, if it has one, a `maxLimit` that is a number > 0, an
+ * `onLate` that is a function and a `lateAfterMs` that is a number.
  * @param name - the option name for the message (e.g. `"limit"`).
  * @throws TypeError for a wrong type (not an object, no `update` function, a `limit` that is not a
- *   number or is NaN); RangeError for a `limit` that is negative or infinite, or a bad `maxLimit`.
+ *   number or is NaN, an `onLate` that is not a function, a `lateAfterMs` that is not a number);
+ *   RangeError for a `limit` that is negative or infinite, or a bad `maxLimit`.
  */
 export function checkAlgorithm(name: string, value: unknown): LimitAlgorithm {
   const shape =
@@ -43,6 +45,17 @@ export function checkAlgorithm(name: string, value: unknown): LimitAlgorithm {
         `limits: option "${name}.maxLimit" must be a number > 0 or undefined, got ${formatValue(max)}`,
       );
     }
+  }
+  if (a.onLate !== undefined && typeof a.onLate !== 'function') {
+    throw new TypeError(
+      `limits: option "${name}.onLate" must be a function or undefined, got ${formatValue(a.onLate)}`,
+    );
+  }
+  const lateAfter = a.lateAfterMs;
+  if (lateAfter !== undefined && (typeof lateAfter !== 'number' || Number.isNaN(lateAfter))) {
+    throw new TypeError(
+      `limits: option "${name}.lateAfterMs" must be a number or undefined, got ${formatValue(lateAfter)}`,
+    );
   }
   return value as LimitAlgorithm;
 }

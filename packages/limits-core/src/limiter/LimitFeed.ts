@@ -7,6 +7,7 @@ import type { Outcome } from '../permit/outcome.js';
 import { algorithmName, validLimit } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
+import { LateCalls } from './LateCalls.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 
@@ -26,6 +27,11 @@ export interface LimitFeedOptions {
  * overlapped the call), and the algorithm's new limit, kept only when it is a valid number (a
  * plug-in's bad value or throw is reported, and the last good limit stays); a new limit is handed
  * to the limiter (its capacity follows) and announced with the `limit` event.
+ *
+ * Late calls (issue 12): for an algorithm with `onLate`, the timed calls in flight are counted per
+ * tick of the stall detector ({@link LateCalls}); each tick reports those past the algorithm's
+ * `lateAfterMs` once through `onLate(count, inflight)`, and a reported call's own sample is not fed
+ * again when it completes (it was counted). A tick that finds a stall excuses every call in flight.
  */
 export class LimitFeed {
   readonly algorithm: LimitAlgorithm;
@@ -33,6 +39,9 @@ export class LimitFeed {
   readonly service: ServiceTime;
   /** Detects event-loop stalls that would poison samples (adaptive algorithms only). */
   readonly stall: StallDetector | undefined;
+  /** The timed calls in flight, for `onLate` (adaptive algorithms with `onLate` and a stall detector). */
+  readonly #late: LateCalls | undefined;
+  readonly #inflight: () => number;
   readonly #adaptive: boolean;
   readonly #sampleEvery: number;
   readonly #time: MonotonicTime;
@@ -52,6 +61,7 @@ export class LimitFeed {
    *   listener error.
    * @param held - whether permits are out (the stall detector runs only then).
    * @param onLimit - the limit changed to `limit`: returns the capacity that follows (for the event).
+   * @param inflight - the units in flight now (for `onLate`).
    */
   constructor(
     o: LimitFeedOptions,
@@ -59,6 +69,7 @@ export class LimitFeed {
     emitter: EventEmitter<LimiterEvents>,
     held: () => boolean,
     onLimit: (limit: number) => number,
+    inflight: () => number = () => 0,
   ) {
     this.algorithm = o.algorithm;
     this.#adaptive = o.adaptive;
@@ -66,6 +77,7 @@ export class LimitFeed {
     this.#time = time;
     this.#emitter = emitter;
     this.#onLimit = onLimit;
+    this.#inflight = inflight;
     this.service = new ServiceTime(o.initialServiceMs);
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
       const clock = o.clock;
@@ -75,7 +87,14 @@ export class LimitFeed {
         setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
         clearTimeout: (handle) => clock.clearTimeout(handle),
       };
-      this.stall = new StallDetector(monotonic, o.stallThresholdMs, held);
+      const late = typeof o.algorithm.onLate === 'function' ? new LateCalls() : undefined;
+      this.#late = late;
+      this.stall = new StallDetector(
+        monotonic,
+        o.stallThresholdMs,
+        held,
+        late === undefined ? undefined : (now, stalled) => this.#tick(late, now, stalled),
+      );
     }
     // resolveOptions checked the algorithm's initial limit (`checkAlgorithm`): a number in [0, Infinity).
     this.limit = Math.floor(o.algorithm.limit);
@@ -95,6 +114,14 @@ export class LimitFeed {
     );
   }
 
+  /** A timed permit was granted at `startTime` (the limiter's clock). */
+  started(startTime: number): void {
+    const stall = this.stall;
+    if (stall === undefined) return;
+    stall.arm();
+    this.#late?.started(startTime);
+  }
+
   /**
    * A permit came back after `rtt` ms (`NaN` start time: untimed).
    * @returns whether its sample was discarded because a stall overlapped it.
@@ -102,6 +129,8 @@ export class LimitFeed {
   released(startTime: number, inflight: number, rtt: number, outcome: Outcome): boolean {
     if (!Number.isNaN(startTime)) {
       this.service.observe(rtt);
+      // A call reported late was counted then: its sample is not fed again.
+      if (this.#late?.released(startTime) === true) return false;
       if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
         if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
           this.stalledSamples++;
@@ -129,6 +158,33 @@ export class LimitFeed {
       this.#onError(error);
       return;
     }
+    this.#changed(sample);
+  }
+
+  /** A tick of the stall detector: reports the calls that became late (see the class comment). */
+  #tick(late: LateCalls, now: number, stalled: boolean): void {
+    if (stalled) {
+      late.excuse(now);
+      return;
+    }
+    const algorithm = this.algorithm;
+    const after = algorithm.lateAfterMs;
+    const count = late.tick(now, typeof after === 'number' && after > 0 ? after : Infinity);
+    if (count === 0) return;
+    const inflight = this.#inflight();
+    try {
+      algorithm.onLate?.(count, inflight);
+    } catch (error) {
+      this.#onError(error);
+      return;
+    }
+    // The `limit` event's sample stands for the late calls: dropped, ending now, as old as the rule.
+    const age = after as number;
+    this.#changed({ startTime: now - age, rtt: age, inflight, dropped: true });
+  }
+
+  /** After the algorithm heard of `sample`: checks and applies its new limit. */
+  #changed(sample: Sample): void {
     const raw = this.algorithm.limit;
     if (!validLimit(raw)) {
       // A plug-in's bad value must not become the capacity (NaN would stop every grant): keep the

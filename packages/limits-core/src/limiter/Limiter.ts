@@ -72,7 +72,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)
     const held = () => this.#permits > 0;
     const onLimit = (limit: number) => (this.#capacity = Math.max(limit, o.probeSlots));
-    const feed = new LimitFeed(o, time, this, held, onLimit);
+    const feed = new LimitFeed(o, time, this, held, onLimit, () => this.#inflight);
     this.#feed = feed;
     this.#capacity = Math.max(feed.limit, o.probeSlots);
     this.#closing = new CloseWaiters(o.clock, () => feed.stall?.stop());
@@ -220,7 +220,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       const timed = this.#timed(false);
       const plain = this.#plain;
       if (plain !== undefined && !timed) {
-        this.#count(1, 0, false);
+        this.#count(1, 0);
         return plain.run(task) as Promise<T>;
       }
       const permit = this.#grant(1, 0, timed, Number.NaN, undefined);
@@ -324,19 +324,19 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     waiter: Waiter | undefined,
   ): Permit {
     const startTime = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
-    const inflight = this.#count(cost, waitedMs, timed);
+    if (timed) this.#feed.started(startTime);
+    const inflight = this.#count(cost, waitedMs);
     if (waiter === undefined) return new Permit(this, cost, startTime, inflight);
     waiter.granted(startTime, inflight);
     return waiter;
   }
 
   /** Counts `cost` units as taken; returns the in-flight units the permit records. */
-  #count(cost: number, waitedMs: number, timed: boolean): number {
+  #count(cost: number, waitedMs: number): number {
     this.#inflight += cost;
     this.#permits++;
     const gate = this.#gate;
     gate?.granted(cost);
-    if (timed) this.#feed.stall?.arm();
     if (listeners(this).acquire !== undefined) {
       const capacity = this.#capacity;
       emitSafely(this, 'acquire', { cost, inflight: this.#inflight, capacity, waitedMs });

@@ -12,12 +12,14 @@ const HISTORY = 8;
  * recorded. A sample whose `[start, end]` overlaps a recorded span, or that ends while a tick is
  * overdue by more than the threshold (the stall is still being paid off), is reported as stalled.
  * The timer stops itself at the first tick with nothing in flight, so an idle limiter holds no timer.
+ * Its ticks also drive the report of late calls (see `LateCalls`).
  */
 export class StallDetector {
   readonly #clock: Clock;
   readonly #thresholdMs: number;
   readonly #intervalMs: number;
   readonly #busy: () => boolean;
+  readonly #onTick: ((now: number, stalled: boolean) => void) | undefined;
   readonly #starts: number[] = [];
   readonly #ends: number[] = [];
   #next = 0;
@@ -30,12 +32,20 @@ export class StallDetector {
    * @param clock - time source and timers.
    * @param thresholdMs - a tick this much late is a stall.
    * @param busy - whether the limiter has work in flight (the timer runs only then).
+   * @param onTick - called on every tick, after the stall check, with the tick's time and whether
+   *   it found a stall (the limiter reports late calls from it).
    */
-  constructor(clock: Clock, thresholdMs: number, busy: () => boolean) {
+  constructor(
+    clock: Clock,
+    thresholdMs: number,
+    busy: () => boolean,
+    onTick?: (now: number, stalled: boolean) => void,
+  ) {
     this.#clock = clock;
     this.#thresholdMs = thresholdMs;
     this.#intervalMs = thresholdMs / 2;
     this.#busy = busy;
+    this.#onTick = onTick;
   }
 
   /** Starts the timer if it is not running (called when work is admitted). */
@@ -65,13 +75,15 @@ export class StallDetector {
 
   readonly #tick = (): void => {
     const now = this.#clock.now();
-    if (now - this.#lastTick > this.#intervalMs + this.#thresholdMs) {
+    const stalled = now - this.#lastTick > this.#intervalMs + this.#thresholdMs;
+    if (stalled) {
       this.stalls++;
       this.#starts[this.#next] = this.#lastTick;
       this.#ends[this.#next] = now;
       this.#next = (this.#next + 1) % HISTORY;
     }
     this.#lastTick = now;
+    this.#onTick?.(now, stalled);
     if (this.#busy()) {
       this.#timer = this.#clock.setTimeout(this.#tick, this.#intervalMs);
     } else {

@@ -4,12 +4,34 @@ import type { LimitAlgorithm, Sample } from '../../src/limit/LimitAlgorithm.js';
 export interface DownstreamModel {
   /** True capacity C: in-flight requests served without queueing. */
   capacity: number;
-  /** Base latency B in ms; may change with the sample index (a latency spike). */
-  baseLatencyMs: number | ((completed: number) => number);
-  /** A request whose RTT exceeds this is reported as dropped. @default Infinity */
+  /**
+   * Base latency B in ms; may change with the sample index or the request's start time in simulated
+   * ms (a latency spike).
+   */
+  baseLatencyMs: number | ((completed: number, startMs: number) => number);
+  /**
+   * A client timeout: a request that would take longer ends at this many ms, as a dropped sample.
+   * @default Infinity
+   */
   timeoutMs?: number;
   /** Relative noise: rtt × (1 + noise × U[-1, 1)). @default 0.05 */
   noise?: number;
+  /**
+   * The most requests the caller wants in flight (app-limited below the limit); may change with the
+   * sample index. @default Infinity (always more work than the limit)
+   */
+  demand?: number | ((completed: number) => number);
+  /**
+   * Simulates a limiter's tick every `tickMs` ms: outstanding requests past the algorithm's
+   * `lateAfterMs` are reported once each through its `onLate`. @default Infinity (no ticks)
+   */
+  tickMs?: number;
+  /**
+   * Requests started together (a fill after a completion or the start) all take the latency of the
+   * in-flight count they reach together, not of their own position in the fill: a start far above
+   * the capacity then overloads even the first samples. @default false
+   */
+  burst?: boolean;
   /** Seed of the noise (used by simulate.ts). @default 1 */
   seed?: number;
 }

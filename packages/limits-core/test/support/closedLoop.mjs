@@ -3,16 +3,31 @@
 // it; its types are in closedLoop.d.mts.
 
 /**
- * A deterministic closed-loop simulation: the caller always has more work than the limit, so
- * `floor(limit)` requests are kept in flight. A request started with `n` in flight (itself included)
- * takes `B × max(1, n / C)` ms with a little noise from `random`; each completion feeds one sample to
- * the algorithm, then new requests start up to the new limit. Time is simulated, no timers are used.
+ * A deterministic closed-loop simulation: the caller always has more work than the limit (or, with
+ * `model.demand`, wants that many requests in flight at most), so `min(floor(limit), demand)`
+ * requests are kept in flight. A request started with `n` in flight (itself included) takes
+ * `B × max(1, n / C)` ms with a little noise from `random`; each completion feeds one sample to the
+ * algorithm, then new requests start up to the new limit. Time is simulated, no timers are used.
+ *
+ * With `model.tickMs`, a limiter's tick is simulated every `tickMs` ms while requests are in flight:
+ * requests still outstanding past the algorithm's `lateAfterMs` are reported once each through
+ * `onLate(count, inflight)`, as a `Limiter` does from its stall detector's ticks, and their samples
+ * are not fed to `update` when they complete (the step is recorded; `tracing` records the reason
+ * `reported-late`).
  */
 export function closedLoop(algorithm, model, samples, random) {
   const noise = model.noise ?? 0.05;
   const timeoutMs = model.timeoutMs ?? Infinity;
   const base =
     typeof model.baseLatencyMs === 'number' ? () => model.baseLatencyMs : model.baseLatencyMs;
+  const demand =
+    model.demand === undefined
+      ? () => Infinity
+      : typeof model.demand === 'number'
+        ? () => model.demand
+        : model.demand;
+  const tickMs = model.tickMs ?? Infinity;
+  let nextTick = tickMs;
   // Min-heap of in-flight requests by completion time.
   const heap = [];
   const push = (x) => {
@@ -53,16 +68,40 @@ export function closedLoop(algorithm, model, samples, random) {
   let completed = 0;
   const steps = [];
   const fill = () => {
-    const cap = Math.max(1, Math.floor(algorithm.limit));
+    const cap = Math.min(Math.max(1, Math.floor(algorithm.limit)), demand(completed));
     while (heap.length < cap) {
-      const n = heap.length + 1;
-      const rtt =
-        base(completed) * Math.max(1, n / model.capacity) * (1 + noise * (2 * random() - 1));
-      push({ start: now, end: now + rtt, rtt, inflight: n });
+      // With `burst`, the requests started together all meet the downstream at their final count.
+      const n = model.burst ? cap : heap.length + 1;
+      const took =
+        base(completed, now) * Math.max(1, n / model.capacity) * (1 + noise * (2 * random() - 1));
+      // A client timeout ends the call (and its permit) at the timeout, as a dropped sample.
+      const dropped = took > timeoutMs;
+      const rtt = dropped ? timeoutMs : took;
+      push({ start: now, end: now + rtt, rtt, inflight: n, dropped, late: false });
     }
+  };
+  const tick = () => {
+    const after = algorithm.lateAfterMs ?? Infinity;
+    let count = 0;
+    for (const r of heap) {
+      if (!r.late && now - r.start > after) {
+        r.late = true;
+        count++;
+      }
+    }
+    if (count > 0) algorithm.onLate?.(count, heap.length);
   };
   fill();
   while (completed < samples) {
+    while (heap.length > 0 && nextTick < heap[0].end) {
+      now = nextTick;
+      nextTick += tickMs;
+      tick();
+    }
+    if (heap.length === 0) {
+      fill();
+      continue;
+    }
     const r = pop();
     now = r.end;
     completed++;
@@ -70,9 +109,16 @@ export function closedLoop(algorithm, model, samples, random) {
       startTime: r.start,
       rtt: r.rtt,
       inflight: r.inflight,
-      dropped: r.rtt > timeoutMs,
+      dropped: r.dropped,
     };
-    const limit = algorithm.update(sample);
+    // A call reported late was counted then: a limiter does not feed its sample again.
+    let limit;
+    if (r.late) {
+      algorithm.unfed?.(sample);
+      limit = algorithm.limit;
+    } else {
+      limit = algorithm.update(sample);
+    }
     steps.push({ sample, limit });
     fill();
   }
@@ -85,6 +131,15 @@ export function tracing(algorithm) {
   const traced = {
     get limit() {
       return algorithm.limit;
+    },
+    get lateAfterMs() {
+      return algorithm.lateAfterMs;
+    },
+    onLate(count, inflight) {
+      algorithm.onLate?.(count, inflight);
+    },
+    unfed() {
+      reasons.push('reported-late');
     },
     update(sample) {
       const limit = algorithm.update(sample);

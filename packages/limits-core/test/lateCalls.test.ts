@@ -1,0 +1,180 @@
+import { describe, expect, test } from 'vitest';
+import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
+import { VegasLimit } from '../src/limit/VegasLimit.js';
+import { WindowedLimit } from '../src/limit/WindowedLimit.js';
+import type { LimitEvent } from '../src/limiter/events.js';
+import { LateCalls } from '../src/limiter/LateCalls.js';
+import { Limiter } from '../src/limiter/Limiter.js';
+import type { Permit } from '../src/permit/Permit.js';
+import { FakeClock } from './support/FakeClock.js';
+
+// Issue 12, early congestion signal: a call still in flight past the algorithm's `lateAfterMs` is
+// reported once through `onLate` from the ticks of the limiter's stall detector.
+
+/** An algorithm that records what the limiter tells it (late after 100 ms). */
+class Recorder implements LimitAlgorithm {
+  limit = 10;
+  lateAfterMs = 100;
+  readonly samples: Sample[] = [];
+  readonly late: Array<[number, number]> = [];
+  update(sample: Sample): number {
+    this.samples.push(sample);
+    return this.limit;
+  }
+  onLate(count: number, inflight: number): void {
+    this.late.push([count, inflight]);
+    this.limit = Math.max(1, this.limit - count);
+  }
+}
+
+describe('LateCalls (the per-tick count of timed calls in flight)', () => {
+  test('a tick reports the calls of buckets that ended before now − lateAfterMs, each once', () => {
+    const late = new LateCalls();
+    late.tick(0, 100); // opens the bucket [0, 25)
+    late.started(1);
+    late.started(2);
+    late.tick(25, 100); // [25, 50)
+    late.started(30);
+    late.tick(50, 100);
+    late.tick(75, 100);
+    late.tick(100, 100);
+    expect(late.tick(125, 100)).toBe(2); // [0, 25) ended at 25 ≤ 125 − 100
+    expect(late.tick(150, 100)).toBe(1); // [25, 50)
+    expect(late.tick(175, 100)).toBe(0);
+  });
+
+  test('a released call leaves its bucket; a reported one says so when it is released', () => {
+    const late = new LateCalls();
+    late.tick(0, 100);
+    late.started(1);
+    late.started(2);
+    expect(late.released(2)).toBe(false);
+    late.tick(25, 100);
+    late.tick(125, 100);
+    expect(late.released(1)).toBe(true); // reported at 125: no longer tracked
+    late.started(130);
+    expect(late.released(130)).toBe(false);
+  });
+
+  test('a stall excuses every call in flight, and nothing is reported with lateAfterMs Infinity', () => {
+    const late = new LateCalls();
+    late.tick(0, Infinity);
+    late.started(1);
+    for (let t = 25; t < 1000; t += 25) expect(late.tick(t, Infinity)).toBe(0);
+    late.excuse(1000);
+    late.started(1001);
+    expect(late.released(1)).toBe(true);
+    expect(late.tick(1025, 100)).toBe(0);
+    expect(late.tick(1100, 100)).toBe(0);
+    expect(late.tick(1125, 100)).toBe(1); // the call started at 1001, in the bucket [1001, 1025)
+  });
+});
+
+describe('a Limiter reports late calls to an algorithm with onLate', () => {
+  test('calls in flight past lateAfterMs are reported once each from the stall ticks, with the in-flight count; their samples are not fed again', async () => {
+    const clock = new FakeClock();
+    const alg = new Recorder();
+    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const held: Permit[] = [];
+    for (let i = 0; i < 3; i++) held.push(limiter.tryAcquire() as Permit);
+    await clock.advance(50);
+    const fast = limiter.tryAcquire() as Permit;
+    await clock.advance(10);
+    fast.success(); // 10 ms: fed as a sample
+    expect(alg.late).toEqual([]);
+    await clock.advance(100); // t = 160: the 3 calls of t = 0 are late (reported within a tick)
+    expect(alg.late).toEqual([[3, 3]]);
+    expect(limiter.limit).toBe(7);
+    await clock.advance(500);
+    expect(alg.late).toEqual([[3, 3]]); // once each
+    for (const p of held) p.success();
+    expect(alg.samples.map((s) => s.rtt)).toEqual([10]); // the late calls were counted already
+  });
+
+  test('the limit event names the late calls (reason late) for Vegas', async () => {
+    const clock = new FakeClock();
+    const vegas = new VegasLimit({
+      initialLimit: 20,
+      probeMultiplier: 1000,
+      recheckMultiplier: 1000,
+    });
+    const limiter = new Limiter({ limit: vegas, clock, stallThresholdMs: 50 });
+    const events: LimitEvent[] = [];
+    limiter.on('limit', (e) => events.push(e));
+    // A baseline of 20 ms: late after 80 ms.
+    for (let i = 0; i < 10; i++) {
+      const p = limiter.tryAcquire() as Permit;
+      await clock.advance(20);
+      p.success();
+    }
+    expect(vegas.lateAfterMs).toBe(80);
+    events.length = 0;
+    const held = Array.from({ length: 10 }, () => limiter.tryAcquire() as Permit);
+    await clock.advance(150);
+    expect(events.length).toBeGreaterThan(0);
+    expect(events[0]?.decision?.reason).toBe('late');
+    expect(events[0]?.sample.dropped).toBe(true);
+    expect(limiter.limit).toBeLessThan(20);
+    for (const p of held) p.success();
+  });
+
+  test('no late report without a stall detector (stallThresholdMs Infinity) or for an event-loop stall', async () => {
+    const clock = new FakeClock();
+    const alg = new Recorder();
+    const off = new Limiter({ limit: alg, clock, stallThresholdMs: Infinity });
+    const p = off.tryAcquire() as Permit;
+    await clock.advance(1000);
+    expect(alg.late).toEqual([]);
+    p.success();
+
+    const alg2 = new Recorder();
+    const on = new Limiter({ limit: alg2, clock, stallThresholdMs: 50 });
+    const q = on.tryAcquire() as Permit;
+    clock.jump(400); // the loop was blocked: the call overlapped a stall
+    (on.tryAcquire() as Permit).success(); // a call that reads the clock during the block
+    await clock.advance(25);
+    await clock.advance(500);
+    expect(alg2.late).toEqual([]);
+    q.success();
+  });
+
+  test('an onLate that throws is reported on the error event and the limit stays', async () => {
+    const clock = new FakeClock();
+    const alg = new Recorder();
+    alg.onLate = () => {
+      throw new Error('plug-in bug');
+    };
+    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const errors: unknown[] = [];
+    limiter.on('error', (e) => errors.push(e));
+    const p = limiter.tryAcquire() as Permit;
+    await clock.advance(200);
+    expect((errors[0] as Error).message).toBe('plug-in bug');
+    expect(limiter.limit).toBe(10);
+    p.success();
+  });
+});
+
+describe('the limiter checks the late-call members of a limit algorithm', () => {
+  test('an onLate that is not a function or a lateAfterMs that is not a number is a TypeError naming it', () => {
+    const base = { limit: 5, update: () => 5 };
+    expect(() => new Limiter({ limit: { ...base, onLate: 1 } as never })).toThrow(
+      /option "limit.onLate" must be a function or undefined, got 1/,
+    );
+    expect(() => new Limiter({ limit: { ...base, lateAfterMs: '9' } as never })).toThrow(
+      /option "limit.lateAfterMs" must be a number or undefined, got "9"/,
+    );
+  });
+});
+
+describe('WindowedLimit passes late calls to its delegate', () => {
+  test("lateAfterMs is the delegate's and onLate goes to it at once", () => {
+    const inner = new Recorder();
+    const windowed = new WindowedLimit(inner);
+    expect(windowed.lateAfterMs).toBe(100);
+    windowed.onLate(2, 7);
+    expect(inner.late).toEqual([[2, 7]]);
+    expect(windowed.limit).toBe(8);
+    expect(new WindowedLimit({ limit: 3, update: () => 3 }).lateAfterMs).toBeUndefined();
+  });
+});
