@@ -16,14 +16,14 @@
 //   node custom-algorithm/main.mjs --quick    about 3.5 s (the test suite runs this)
 import { LimitExceededError, Limiter } from 'limits-core';
 
-// ---- the algorithm: everything a custom algorithm needs is in these 30 lines ----
+// ---- the algorithm: the whole of it is this 29-line class ----
 class LatencyTargetLimit {
   constructor({ initialLimit = 5, minLimit = 1, maxLimit = 100, tolerance = 2 } = {}) {
     this.limit = initialLimit;
     this.minLimit = minLimit;
     this.maxLimit = maxLimit; // optional: lets the limiter refuse a cost it could never admit
     this.tolerance = tolerance;
-    this.fastestMs = Number.POSITIVE_INFINITY;
+    this.fastestMs = Number.POSITIVE_INFINITY; // never forgets: a real one would re-measure it now and then
     this.cutAtMs = Number.NEGATIVE_INFINITY;
   }
 

@@ -1,6 +1,7 @@
 // Runs examples/custom-algorithm in its short mode: the hand-written algorithm must find the
 // downstream's capacity, collapse while it is slow, and grow back after, as its printout says.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { assertExitedCleanly, runExample } from './helpers/run-example.mjs';
 
@@ -31,4 +32,13 @@ test('the custom algorithm finds the capacity, shrinks its limit while the downs
   );
   assert.ok(Number(served) > 0);
   assert.equal(Number(served) + Number(fellBack), Number(total));
+});
+
+test('the custom algorithm is a class of under 30 lines', () => {
+  const source = readFileSync(new URL(`../${script}`, import.meta.url), 'utf8');
+  const start = source.indexOf('class LatencyTargetLimit');
+  const end = source.indexOf('\n}\n', start);
+  assert.ok(start !== -1 && end !== -1);
+  const lines = source.slice(start, end + 2).split('\n').length;
+  assert.ok(lines < 30, `${lines} lines`);
 });
