@@ -1,13 +1,18 @@
 // Installs the packed tarballs the way a user would and uses them (run by `check`, so by `npm test`
 // and by .ci/run on Node 20 and Node 24).
 //
-// 1. `pnpm pack` limits-core and limits-breaker (which rewrites their `workspace:` ranges) into a temp dir,
-//    and checks each tarball: LICENSE, README.md and dist/ are in it, no source map, no `workspace:` range.
-// 2. A scratch project in another temp dir: `npm install <both tarballs> opossum@9 typescript@7.0.2`.
-// 3. `tsc` typechecks an index.ts that imports both packages and uses their types, WITHOUT @types/node
-//    (`"types": []`) and without skipLibCheck, so the published .d.ts files must stand on their own.
-// 4. Node runs an .mjs that imports both (ESM) and makes one guarded call, then `require()`s both
-//    (ESM-only packages: works where Node has require(esm), 20.19+ / 22.12+; see the READMEs).
+// 1. `pnpm pack` every package (which rewrites their `workspace:` ranges) into a temp dir, and checks
+//    each tarball: LICENSE, README.md and dist/ are in it, no source map, no `workspace:` range, and
+//    limits-core is a peer with a range of the others, never a dependency.
+// 2. A scratch project in another temp dir: `npm install <the tarballs> opossum@9 prom-client@15
+//    undici@7 ioredis@5 @types/node@20 typescript@7.0.2`.
+// 3. `tsc` typechecks an index.ts that imports limits-core and limits-breaker and uses their types,
+//    WITHOUT @types/node (`"types": []`) and without skipLibCheck, so their published .d.ts files must
+//    stand on their own; then a node.ts that uses limits-node-http and limits-redis (Node-only
+//    packages: their types name node:http's and ioredis's, so this one has @types/node).
+// 4. Node runs an .mjs that imports every package (ESM), makes one guarded call and one limited fetch
+//    of a data: URL, then `require()`s them (ESM-only packages: works where Node has require(esm),
+//    20.19+ / 22.12+; see the READMEs).
 //
 // Needs the packages built (`pnpm run build`) and the npm registry. Temp dirs are removed at the end.
 import { execFileSync } from 'node:child_process';
@@ -17,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const packages = ['limits-core', 'limits-breaker'];
+const packages = ['limits-core', 'limits-breaker', 'limits-node-http', 'limits-redis'];
 const started = performance.now();
 const isWindows = process.platform === 'win32';
 
@@ -68,12 +73,11 @@ try {
     if (manifest.includes('workspace:'))
       fail(`${name}'s packed package.json keeps a workspace: range`);
     const pkg = JSON.parse(manifest);
-    if (name === 'limits-breaker') {
+    if (name !== 'limits-core') {
       // One copy of limits-core, the application's: a peer with a range, not a pinned dependency.
       const peer = pkg.peerDependencies?.['limits-core'];
-      if (!/^\^\d/.test(peer ?? '')) fail(`limits-breaker's peer range for limits-core is ${peer}`);
-      if (pkg.dependencies?.['limits-core'] !== undefined)
-        fail('limits-breaker depends on limits-core');
+      if (!/^\^\d/.test(peer ?? '')) fail(`${name}'s peer range for limits-core is ${peer}`);
+      if (pkg.dependencies?.['limits-core'] !== undefined) fail(`${name} depends on limits-core`);
     }
   }
 
@@ -92,9 +96,12 @@ try {
       '--no-fund',
       '--prefer-offline',
       '--loglevel=error',
-      tarballs['limits-core'],
-      tarballs['limits-breaker'],
+      ...packages.map((name) => tarballs[name]),
       'opossum@9',
+      'prom-client@15',
+      'undici@7',
+      'ioredis@5',
+      '@types/node@20',
       'typescript@7.0.2',
     ],
     app,
@@ -167,12 +174,77 @@ export async function call(): Promise<[number, GuardStats, LimiterSnapshot]> {
   );
   sh(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], app);
 
+  // 3b. The Node-only packages, with @types/node.
+  writeFileSync(
+    join(app, 'tsconfig.node.json'),
+    `${JSON.stringify(
+      {
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+        },
+        include: ['node.ts'],
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  writeFileSync(
+    join(app, 'node.ts'),
+    `import { createServer } from 'node:http';
+import { Limiter, MemoryQuotaStore, Quota, type QuotaResult } from 'limits-core';
+import { limitFetch, limitInterceptor, loadShed, registerMetrics, retryAfterMs } from 'limits-node-http';
+import { RedisQuotaStore } from 'limits-redis';
+import { Agent } from 'undici';
+import { Registry } from 'prom-client';
+
+const limiter = new Limiter({ limit: 10, maxQueued: 5 });
+const api: typeof fetch = limitFetch(fetch, { limiter, timeoutMs: 1000 });
+export async function get(): Promise<number | undefined> {
+  return retryAfterMs(await api('https://example.com/'));
+}
+export const agent = new Agent().compose(limitInterceptor({ limiter }));
+const shed = loadShed({ limiter });
+export const server = createServer(shed.wrap((_req, res) => res.end('ok')));
+export const metrics = registerMetrics(new Registry(), limiter, { prefix: 'app_' });
+const quota = new Quota({
+  windowMs: 60_000,
+  store: new MemoryQuotaStore(),
+  axes: [{ name: 'account', key: (id: string) => id, limit: 30, status: 429 }],
+});
+export const judged: Promise<QuotaResult> = quota.consume('acct-1');
+export type Store = RedisQuotaStore;
+`,
+  );
+  sh(
+    process.execPath,
+    [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(app, 'tsconfig.node.json')],
+    app,
+  );
+
   // 4. Run: ESM import and one guarded call, then require().
   writeFileSync(
     join(app, 'run.mjs'),
     `import { Limiter, LimitExceededError } from 'limits-core';
 import { guard } from 'limits-breaker';
+import { limitFetch, loadShed, limitInterceptor, registerMetrics } from 'limits-node-http';
+import { RedisQuotaStore } from 'limits-redis';
 import { createRequire } from 'node:module';
+
+for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore })) {
+  if (typeof f !== 'function') throw new Error(name + ' is not exported');
+}
+{
+  const local = new Limiter({ limit: 1 });
+  const api = limitFetch(fetch, { limiter: local });
+  const res = await api('data:text/plain,hello');
+  if ((await res.text()) !== 'hello' || local.inflight !== 0) throw new Error('limitFetch of a data: URL');
+}
 
 const limiter = new Limiter({ limit: 2 });
 const g = guard(async (_ctx, x) => x * 2, { limiter, timeoutMs: 1000 });
@@ -188,7 +260,7 @@ if (typeof LimitExceededError !== 'function') throw new Error('LimitExceededErro
 const require = createRequire(import.meta.url);
 let required = 'no';
 try {
-  required = typeof require('limits-core').Limiter === 'function' && typeof require('limits-breaker').guard === 'function' ? 'yes' : 'wrong';
+  required = typeof require('limits-core').Limiter === 'function' && typeof require('limits-breaker').guard === 'function' && typeof require('limits-node-http').limitFetch === 'function' && typeof require('limits-redis').RedisQuotaStore === 'function' ? 'yes' : 'wrong';
 } catch (error) {
   required = error.code;
 }
@@ -205,7 +277,7 @@ console.log(required);
 
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
-    `pack-check: ${packages.join(', ')} packed, installed, typechecked without @types/node and run ` +
+    `pack-check: ${packages.join(', ')} packed, installed, typechecked (core and breaker without @types/node) and run ` +
       `on Node ${process.versions.node} (require: ${out}) in ${seconds} s`,
   );
 } finally {

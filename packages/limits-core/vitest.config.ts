@@ -1,23 +1,7 @@
-import { defineConfig } from 'vitest/config';
+import { packageConfig } from '../../vitest.shared.js';
 
-export default defineConfig({
-  test: {
-    // CI collects a JSON report per package to print one "N passed, N failed" line (see .ci/run).
-    reporters: process.env.LIMITS_TEST_REPORT_DIR
-      ? [
-          'default',
-          ['json', { outputFile: `${process.env.LIMITS_TEST_REPORT_DIR}/limits-core.json` }],
-        ]
-      : ['default'],
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-    testTimeout: 20_000,
-    // `npm test` runs `vitest run --coverage` (the package's test script); the threshold fails the run.
-    coverage: {
-      provider: 'v8',
-      include: ['src/**/*.ts'],
-      exclude: ['src/**/*.test.ts'],
-      reporter: ['text-summary', ['json-summary', { file: 'coverage-summary.json' }]],
-      thresholds: { lines: 90 },
-    },
-  },
+export default packageConfig({
+  name: 'limits-core',
+  coverageLines: 90,
+  test: { include: ['test/**/*.test.ts', 'src/**/*.test.ts'] },
 });

@@ -1,6 +1,7 @@
 import type { LimitExceededError, Permit, PermitRequest, QueueTicket } from 'limits-core';
 import { CallContext } from './CallContext.js';
 import type { CircuitTicket } from './circuit/Circuit.js';
+import type { PermitHold } from './PermitHold.js';
 import type { Timed } from './TimeoutList.js';
 
 /**
@@ -23,7 +24,13 @@ export const CallFlag = {
   SHED: 16,
   /** Waiting in the limiter's queue (filed with its `QueueTicket` in `permit`). */
   WAITING: 32,
+  /** The action called `ctx.hold()` (a second call throws). */
+  HOLD: 64,
+  /** Its hold is not released yet: the permit outlives the action (see `PermitHold`). */
+  HOLDING: 128,
 } as const;
+/** Bits from here up (three) hold the outcome a hold will release with (see `PermitHold`). */
+export const OUTCOME_SHIFT = 8;
 const { LIVE, TRIAL } = CallFlag;
 
 /** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
@@ -42,6 +49,8 @@ export interface CallOwner {
   _refused(call: Call, error: LimitExceededError): void;
   /** The call's `timeoutMs` budget ran out (while queued or while running). */
   _timeout(call: Call): void;
+  /** The action called `ctx.hold()`. */
+  _hold(call: Call): PermitHold;
 }
 
 /**
@@ -99,6 +108,13 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   /** A trial call (admitted while HALF_OPEN). */
   get trial(): boolean {
     return (this.#flags & TRIAL) !== 0;
+  }
+  /** The {@link CallFlag} bits. */
+  get flags(): number {
+    return this.#flags;
+  }
+  override hold(): PermitHold {
+    return this.owner._hold(this);
   }
   /** Whether `flag` (one of {@link CallFlag}) is set. */
   is(flag: number): boolean {

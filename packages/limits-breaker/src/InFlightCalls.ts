@@ -1,15 +1,16 @@
-import type { Clock, Permit } from 'limits-core';
+import type { Clock, Limiter, Outcome, Permit } from 'limits-core';
 import { type Call, CallFlag } from './Call.js';
 import { CallList } from './CallList.js';
 import type { FireClock } from './FireClock.js';
+import { type HoldOwner, Holds, releaseAs, storedOutcome, storeOutcome } from './Holds.js';
 import { TimeoutList } from './TimeoutList.js';
 
 /**
- * @internal The guard's calls in flight (started, not settled): their start times, their `timeoutMs`
+ * @internal The guard's calls in flight (started, not settled, or settled with a held permit): their start times, their `timeoutMs`
  * budgets (one timer for all, see {@link TimeoutList}; a call is in it from `fire()` until it is
  * answered or settles, queued or running), and their abort at shutdown.
  */
-export class InFlightCalls {
+export class InFlightCalls implements HoldOwner {
   /** (A list of its own rather than a subclass: the list's methods stay monomorphic.) */
   readonly #list = new CallList();
   readonly #clock: Clock;
@@ -27,9 +28,19 @@ export class InFlightCalls {
    * on fire times in `fire()` order).
    */
   #lastStart = -Infinity;
+  /** The calls' holds (`ctx.hold()`): a held call stays listed here until its hold is released. */
+  readonly holds = new Holds(this);
 
-  /** @param fireClock - the own limiter's clock, primed at each `budget()`. */
-  constructor(clock: Clock, timeoutMs: number | false, fireClock: FireClock | undefined) {
+  /**
+   * @param fireClock - the own limiter's clock, primed at each `budget()`.
+   * @param limiter - the guard's limiter (a hold collected unreleased is reported on its `leak` event).
+   */
+  constructor(
+    clock: Clock,
+    timeoutMs: number | false,
+    fireClock: FireClock | undefined,
+    readonly limiter: Limiter,
+  ) {
     this.#clock = clock;
     this.#fireClock = fireClock;
     this.#timeouts = timeoutMs === false ? undefined : new TimeoutList(clock, timeoutMs);
@@ -65,10 +76,45 @@ export class InFlightCalls {
     this.#list.append(call);
   }
 
-  /** The call settled: no longer in flight, and out of the timeout list. */
-  untrack(call: Call): void {
-    this.#list.remove(call);
+  /**
+   * The call settled: out of the timeout list, and no longer in flight — unless its permit stays
+   * held: an unreleased `ctx.hold()` of an action that `resolved` in time (its hold is over
+   * otherwise).
+   * @returns whether the permit stays held (see {@link InFlightCalls.release}).
+   */
+  untrack(call: Call, resolved: boolean): boolean {
     this.#timeouts?.remove(call);
+    if (call.is(CallFlag.HOLDING)) {
+      if (resolved && !call.is(CallFlag.TIMED_OUT)) return true;
+      call.mark(CallFlag.HOLDING, false);
+    }
+    this.#list.remove(call);
+    return false;
+  }
+
+  /**
+   * Releases a settled call's permit with `outcome` (or the outcome its hold was released with while
+   * the action ran), or, when it stays `held`, keeps `outcome` for its hold's release. `now` is the
+   * clock as read at the settle (see {@link InFlightCalls.freshNow}).
+   */
+  release(call: Call, held: boolean, outcome: Outcome, now: number): void {
+    if (held) {
+      storeOutcome(call, outcome);
+      return;
+    }
+    // Releasing may start queued calls right here: they take `now` as their start time.
+    const outer = this.freshNow;
+    this.freshNow = now;
+    try {
+      releaseAs(call.permit as Permit, (call.is(CallFlag.HOLD) && storedOutcome(call)) || outcome);
+    } finally {
+      this.freshNow = outer;
+    }
+  }
+
+  /** @internal A held call's permit went back (its hold was released or collected). */
+  _unhold(call: Call): void {
+    this.#list.remove(call);
   }
 
   /** A call answered without running (refused, shed, dismissed, or its action threw): out of the timeout list. */
@@ -85,7 +131,8 @@ export class InFlightCalls {
   abortAll(error: unknown): void {
     this.#timeouts?.clear();
     for (let call = this.#list.tail; call !== undefined; call = call.cprev) {
-      call.mark(CallFlag.LIVE, false);
+      // A held call's hold is over too (its release must not touch the list while it is walked).
+      call.mark(CallFlag.LIVE | CallFlag.HOLDING, false);
       call._abort(error);
       if (!call.is(CallFlag.ANSWERED)) {
         call.mark(CallFlag.ANSWERED);

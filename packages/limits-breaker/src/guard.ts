@@ -26,6 +26,7 @@ import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import type { OpossumBreaker } from './opossum.js';
 import { checkGuardOptions, ownLimiter } from './options.js';
+import type { PermitHold } from './PermitHold.js';
 import type { CircuitState, GuardedAction, GuardOptions, GuardStats } from './types.js';
 
 const EMPTY_ARGS: unknown[] = [];
@@ -93,7 +94,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       () => this.listenerCount('fallback') > 0,
       (cause) => this._emitSafely('fallback', cause),
     );
-    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.#fireClock);
+    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.#fireClock, this.limiter);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
 
@@ -137,6 +138,11 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     call.resolve = this.#captured as (value: unknown) => void;
     this.#captured = undefined;
     return promise;
+  }
+
+  /** @internal The action of `call` called `ctx.hold()` (see `CallContext.hold`). */
+  _hold(call: Call): PermitHold {
+    return this.#calls.holds.hold(call);
   }
 
   /** @internal The limiter queued `call`: filed with its ticket, to be shed if the circuit opens. */
@@ -306,7 +312,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   #settled(call: Call, error: unknown, value: unknown): void {
     if (!call.is(CallFlag.LIVE)) return; // shut down meanwhile: already released
     call.mark(CallFlag.LIVE, false);
-    this.#calls.untrack(call);
+    const held = this.#calls.untrack(call, error === undefined);
     const now = this.#clock.now();
     this.#latency.record(now - call.start, now);
     const permit = call.permit as Permit;
@@ -322,18 +328,8 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       outcome = undefined;
     }
     outcome ??= defaultClassify(error);
-    // Releasing may start queued calls right here: they take `now` as their start time.
-    const calls = this.#calls;
-    const outer = calls.freshNow;
-    calls.freshNow = now;
-    try {
-      if (outcome === 'success') permit.success();
-      else if (outcome === 'dropped') permit.dropped();
-      else if (outcome === 'failure') permit.failure();
-      else permit.ignore();
-    } finally {
-      calls.freshNow = outer;
-    }
+    // (A held permit goes back at its hold's release.)
+    this.#calls.release(call, held, outcome, now);
     if (outcome === 'success') this.#circuit.success(call);
     else if (outcome !== 'ignore') this.#circuit.failure(call, error);
     else this.#circuit.endTrial(call);

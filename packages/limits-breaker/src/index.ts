@@ -8,6 +8,7 @@ export type {
   OpossumOptions,
   OpossumStats,
 } from './opossum.js';
+export type { PermitHold } from './PermitHold.js';
 export type {
   CircuitState,
   FallbackCause,

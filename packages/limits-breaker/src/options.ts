@@ -4,6 +4,7 @@ import {
   type Clock,
   checkAcquireOptions,
   checkBoolean,
+  checkClock,
   checkFunction,
   checkKeys,
   checkNumber,
@@ -131,7 +132,7 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
     max: MAX_LATENCY_BUCKETS,
     integer: true,
   });
-  const clock = checkClock(o.clock);
+  const clock = checkClock('clock', o.clock);
   const limiter = checkLimiter(o.limiter);
   const limit = checkObject<LimiterOptions>('limit', o.limit);
   if (limiter !== undefined && limit !== undefined) {
@@ -213,19 +214,6 @@ function checkAcquire(value: unknown): AcquireOptions | undefined {
   if (acquire === undefined) return undefined;
   checkAcquireOptions('guard', acquire as AcquireOptions, ACQUIRE_NAMES);
   return acquire as AcquireOptions;
-}
-
-function checkClock(value: unknown): Clock | undefined {
-  const clock = checkObject<Record<string, unknown>>('clock', value);
-  if (clock === undefined) return undefined;
-  for (const fn of ['now', 'setTimeout', 'clearTimeout'] as const) {
-    if (typeof clock[fn] !== 'function') {
-      throw new TypeError(
-        `limits: option "clock.${fn}" must be a function, got ${formatValue(clock[fn])}`,
-      );
-    }
-  }
-  return clock as unknown as Clock;
 }
 
 /** What the guard calls on a limiter (a `Limiter`, or an object that quacks like one). */

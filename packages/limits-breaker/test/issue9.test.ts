@@ -503,7 +503,12 @@ describe('bad input', () => {
     ['latencyWindowMs Infinity', { latencyWindowMs: Infinity }, RangeError, /latencyWindowMs/],
     ['latencyBuckets 0', { latencyBuckets: 0 }, RangeError, /option "latencyBuckets"/],
     ['latencyBuckets 1e9', { latencyBuckets: 1e9 }, RangeError, /option "latencyBuckets"/],
-    ['clock not an object', { clock: 5 }, TypeError, /option "clock" must be an object, got 5/],
+    [
+      'clock not an object',
+      { clock: 5 },
+      TypeError,
+      /option "clock" must be an object \(a Clock: now, setTimeout and clearTimeout functions\), got 5/,
+    ],
     [
       'clock without now',
       { clock: { setTimeout, clearTimeout } },

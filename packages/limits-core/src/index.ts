@@ -1,11 +1,13 @@
 export {
   type LimitExceededDetails,
   LimitExceededError,
+  REJECT_REASONS,
   type RejectReason,
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
+export { checkClock } from './internal/checkClock.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
 /** Option checks with limits' one message shape, for integration packages (e.g. limits-breaker). */
@@ -62,9 +64,31 @@ export {
   type PartitionLedger,
   type PartitionOptions,
 } from './partition/PartitionedLimiter.js';
-export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
+export { type Classify, defaultClassify, OUTCOMES, type Outcome } from './permit/outcome.js';
 export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';
+export {
+  MemoryQuotaStore,
+  type MemoryQuotaStoreOptions,
+  QuotaStoreFullError,
+} from './quota/MemoryQuotaStore.js';
+export {
+  Quota,
+  type QuotaAlertEvent,
+  type QuotaAxis,
+  type QuotaEvents,
+  type QuotaFailureEvent,
+  type QuotaOptions,
+  type QuotaRefuseEvent,
+  type QuotaResult,
+} from './quota/Quota.js';
+export type {
+  QuotaStore,
+  QuotaStoreAxis,
+  QuotaStoreFailure,
+  QuotaStoreRequest,
+  QuotaStoreVerdict,
+} from './quota/QuotaStore.js';
 export type { BudgetExhaustedEvent, RetryEvent, RetryEvents } from './retry/events.js';
 export { isRefusal } from './retry/isRefusal.js';
 export type {

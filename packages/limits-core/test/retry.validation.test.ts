@@ -54,7 +54,7 @@ describe('new RetryBudget(options) checks every option', () => {
       'clock without now',
       { clock: { setTimeout() {}, clearTimeout() {} } },
       TypeError,
-      'option "clock" must be a Clock (an object with now, setTimeout and clearTimeout functions), got an object whose now is undefined',
+      'option "clock.now" must be a function, got undefined',
     ],
   ];
   for (const [what, options, kind, message] of rows) {
@@ -151,7 +151,12 @@ describe('new RetryPolicy(options) checks every option', () => {
       'option "budget" must be a RetryBudget',
     ],
     ['budget null', { budget: null }, TypeError, 'option "budget" must be a RetryBudget'],
-    ['clock a string', { clock: 'now' }, TypeError, 'option "clock" must be a Clock'],
+    [
+      'clock a string',
+      { clock: 'now' },
+      TypeError,
+      'option "clock" must be an object (a Clock: now, setTimeout and clearTimeout functions), got "now"',
+    ],
     ['random a number', { random: 0.5 }, TypeError, 'option "random" must be a function, got 0.5'],
   ];
   for (const [what, options, kind, message] of rows) {

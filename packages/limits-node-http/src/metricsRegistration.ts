@@ -1,10 +1,10 @@
-import type {
-  Limiter,
-  Outcome,
-  PartitionLedger,
-  RejectEvent,
-  RejectReason,
-  ReleaseEvent,
+import {
+  type Limiter,
+  OUTCOMES,
+  type PartitionLedger,
+  REJECT_REASONS,
+  type RejectEvent,
+  type ReleaseEvent,
 } from 'limits-core';
 import {
   construct,
@@ -33,21 +33,6 @@ export interface MetricsHandle {
   unregister(): void;
 }
 
-const OUTCOMES: readonly Outcome[] = ['success', 'dropped', 'failure', 'ignore'];
-const REASONS = [
-  'limit',
-  'queue_full',
-  'queue_bytes',
-  'too_large',
-  'deadline',
-  'expired',
-  'aborted',
-  'closed',
-] as const satisfies readonly RejectReason[];
-// Every reason is listed (a new one fails the type-check here).
-const everyReason: Exclude<RejectReason, (typeof REASONS)[number]> extends never ? true : never =
-  true;
-void everyReason;
 const STATES: readonly GuardCircuitState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 const FALLBACK_REASONS: readonly GuardFallbackReason[] = ['open', 'limit', 'timeout', 'error'];
 
@@ -205,7 +190,7 @@ export class Registration implements MetricsHandle {
 
     for (const { limiter, labels } of base) {
       const byOutcome = calls.slots(labels, 'outcome', OUTCOMES);
-      const byReason = rejections.slots(labels, 'reason', REASONS);
+      const byReason = rejections.slots(labels, 'reason', REJECT_REASONS);
       rtt.zero(labels);
       const part: Part = {
         limiter,

@@ -1,2 +1,6 @@
 // limits-redis: fleet-wide limits on Redis (see README.md).
-export {};
+export {
+  RedisQuotaStore,
+  type RedisQuotaStoreOptions,
+  type RedisScriptClient,
+} from './quota/RedisQuotaStore.js';

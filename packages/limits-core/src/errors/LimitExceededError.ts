@@ -11,15 +11,19 @@ import { LimitsError } from './LimitsError.js';
  * - `aborted`: its `signal` aborted (`cause` is `signal.reason`);
  * - `closed`: the limiter is closed.
  */
-export type RejectReason =
-  | 'limit'
-  | 'queue_full'
-  | 'queue_bytes'
-  | 'too_large'
-  | 'deadline'
-  | 'expired'
-  | 'aborted'
-  | 'closed';
+export type RejectReason = (typeof REJECT_REASONS)[number];
+
+/** Every {@link RejectReason}, in a stable order (e.g. to pre-create one metric series per reason). */
+export const REJECT_REASONS = [
+  'limit',
+  'queue_full',
+  'queue_bytes',
+  'too_large',
+  'deadline',
+  'expired',
+  'aborted',
+  'closed',
+] as const;
 
 /** Numbers attached to a {@link LimitExceededError}. */
 export interface LimitExceededDetails {

@@ -1,5 +1,6 @@
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
+import { checkClock } from '../internal/checkClock.js';
 import { type Clock, systemClock } from '../internal/clock.js';
 import {
   checkFunction,
@@ -107,24 +108,6 @@ function checkFeature<T extends object>(
   return value as T;
 }
 
-/** @throws TypeError unless `value` is an object with `now`, `setTimeout` and `clearTimeout` functions. */
-function checkClock(value: unknown): Clock | undefined {
-  if (value === undefined) return undefined;
-  const shape = 'a Clock (an object with now, setTimeout and clearTimeout functions)';
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new TypeError(`limits: option "clock" must be ${shape}, got ${formatValue(value)}`);
-  }
-  for (const fn of ['now', 'setTimeout', 'clearTimeout'] as const) {
-    const member = (value as Record<string, unknown>)[fn];
-    if (typeof member !== 'function') {
-      throw new TypeError(
-        `limits: option "clock" must be ${shape}, got an object whose ${fn} is ${formatValue(member)}`,
-      );
-    }
-  }
-  return value as Clock;
-}
-
 /**
  * @throws TypeError unless `value` is CostEstimator-like: `estimate` and `observe` functions and a
  *   `ceiling` that is a number > 0 (or absent).
@@ -218,7 +201,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
       'limits: options "fairness" and "priority" cannot be combined; choose one',
     );
   }
-  const clock = checkClock(options.clock) ?? systemClock;
+  const clock = checkClock('clock', options.clock) ?? systemClock;
   const classify = checkFunction<Classify>('classify', options.classify);
   const gate = checkObject<CapacityGate>('gate', options.gate);
   const maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {

@@ -1,3 +1,4 @@
+import { checkClock } from '../internal/checkClock.js';
 import type { Clock } from '../internal/clock.js';
 import {
   checkFunction,
@@ -130,7 +131,7 @@ export function resolvePartitionedOptions(
       `limits: option "limit" must be an integer ≥ 1 or a LimitAlgorithm (an object with limit and update), got ${formatValue(limit)}`,
     );
   }
-  if (options.clock !== undefined) checkClock(options.clock);
+  checkClock('clock', options.clock);
   checkFunction('classify', options.classify);
   checkNumber('stallThresholdMs', options.stallThresholdMs, 50, {
     min: 0,
@@ -178,18 +179,6 @@ export function resolvePartitionedOptions(
     );
   }
   return { total, fixed: typeof limit === 'number', maxTotal, partitions: specs };
-}
-
-/** A clock must offer `now`, `setTimeout` and `clearTimeout`. @throws TypeError naming the option. */
-export function checkClock(clock: unknown): void {
-  const c = checkObject<Record<string, unknown>>('clock', clock) as Record<string, unknown>;
-  for (const method of ['now', 'setTimeout', 'clearTimeout']) {
-    if (typeof c[method] !== 'function') {
-      throw new TypeError(
-        `limits: option "clock" must be a Clock (an object with now, setTimeout and clearTimeout), got ${formatValue(clock)} without ${method}()`,
-      );
-    }
-  }
 }
 
 /**

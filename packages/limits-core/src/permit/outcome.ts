@@ -7,7 +7,10 @@
  *   algorithm, a failure for a circuit breaker;
  * - `ignore`: neither (e.g. a 404, a validation error, or a call that never started).
  */
-export type Outcome = 'success' | 'dropped' | 'failure' | 'ignore';
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** Every {@link Outcome}, in a stable order (e.g. to pre-create one metric series per outcome). */
+export const OUTCOMES = ['success', 'dropped', 'failure', 'ignore'] as const;
 
 /**
  * Decides the outcome of a `run` task (or a guarded call): `error` is `undefined` when the task resolved (with `result`).

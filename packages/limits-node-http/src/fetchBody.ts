@@ -1,0 +1,183 @@
+import type { ReadableStreamReadResult, UnderlyingSource } from 'node:stream/web';
+import type { Clock, Outcome } from 'limits-core';
+import { classifyError } from './classify.js';
+
+const noop = (): void => {};
+
+/**
+ * @internal A response body's hold on its permit: released exactly once, when the body is read to
+ * its end (the response's outcome), cancelled (that outcome, or `ignore` for a success: the work
+ * was cut short), errored (the error's outcome: a network error or our timeout `dropped`, the
+ * caller's abort `ignore`), not consumed within `bodyTimeoutMs` (the request aborted; `dropped`
+ * while a read waits for the downstream, `ignore` while nobody reads),
+ * or garbage-collected unconsumed (`ignore`, the request cancelled).
+ *
+ * It never references the body stream it feeds (nor the response): the collector can then find
+ * the stream unreachable, and {@link registry} reclaims the hold.
+ */
+export class BodyLease {
+  /** The release, until it happens. */
+  #end: ((outcome: Outcome) => void) | undefined;
+  #timer: unknown = undefined;
+  #clock: Clock | undefined = undefined;
+  /** A read of the original body is pending (someone reads, the downstream has not sent yet). */
+  reading = false;
+  /** The error a body timeout ended the body with (a reader gets it instead of a silent end). */
+  timedOut: unknown = undefined;
+  /** The call's budget, ended with the body (set when this response is the one handed out). */
+  budget: { end(): void } | undefined = undefined;
+  /** The call's signal, watched while the body is unread (see {@link BodyLease.watch}). */
+  #signal: AbortSignal | undefined = undefined;
+  readonly #onAbort = (): void => this.errored((this.#signal as AbortSignal).reason);
+  /** The reader of the original body, set by {@link holdBody}. */
+  reader: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
+
+  /**
+   * @param outcome - the response's outcome (from its status), reported when the body ends well.
+   * @param callerSignal - the caller's signal: a body error after it aborted is `ignore`.
+   * @param end - releases the permit (or the hold) with an outcome.
+   */
+  constructor(
+    readonly outcome: Outcome,
+    readonly callerSignal: AbortSignal | undefined,
+    end: (outcome: Outcome) => void,
+  ) {
+    this.#end = end;
+  }
+
+  /** Whether the permit went back. */
+  get released(): boolean {
+    return this.#end === undefined;
+  }
+
+  /** Releases the permit with `outcome` (the first call wins). */
+  finish(outcome: Outcome): void {
+    const end = this.#end;
+    if (end === undefined) return;
+    this.#end = undefined;
+    if (this.#timer !== undefined) (this.#clock as Clock).clearTimeout(this.#timer);
+    this.#timer = undefined;
+    registry?.unregister(this);
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.budget?.end();
+    end(outcome);
+  }
+
+  /**
+   * Releases at once when `signal` (the call's: the caller's abort or our timeout) aborts, even
+   * with nobody reading the body (which then errors for a later reader).
+   */
+  watch(signal: AbortSignal | undefined): void {
+    if (signal === undefined) return;
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** The body failed with `error`. */
+  errored(error: unknown): void {
+    this.finish(this.timedOut !== undefined ? 'dropped' : classifyError(error, this.callerSignal));
+  }
+
+  /** The reader cancelled the body. */
+  cancelled(): void {
+    this.finish(this.outcome === 'success' ? 'ignore' : this.outcome);
+  }
+
+  /**
+   * Starts the body timeout: after `ms`, unless released, `abort(error)` aborts the request (the
+   * body errors for a reader) and the permit goes back as `dropped` when a read was waiting for the
+   * downstream, or `ignore` when nobody was reading (the caller's doing, not the downstream's).
+   */
+  startTimeout(clock: Clock, ms: number, abort: (reason: unknown) => void): void {
+    this.#clock = clock;
+    this.#timer = clock.setTimeout(() => {
+      this.#timer = undefined;
+      const error = new DOMException(
+        `limits: response body not consumed within ${ms} ms`,
+        'TimeoutError',
+      );
+      this.timedOut = error;
+      this.finish(this.reading ? 'dropped' : 'ignore');
+      abort(error);
+      this.reader?.cancel(error).catch(noop);
+    }, ms);
+  }
+
+  /** The body stream was collected unconsumed (from the collector's cleanup task). */
+  collected(): void {
+    if (this.released) return;
+    this.finish('ignore');
+    this.reader?.cancel(new Error('limits: response body garbage-collected unread')).catch(noop);
+  }
+}
+
+/** Reclaims the holds of body streams collected unconsumed (one registry for the process). */
+const registry: FinalizationRegistry<BodyLease> | undefined =
+  typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry((lease) => lease.collected())
+    : undefined;
+
+/**
+ * Pulls the original body one chunk per read of the new one (no read-ahead: highWaterMark 0), and
+ * tells the lease how the body ended.
+ */
+class BodySource implements UnderlyingSource<Uint8Array> {
+  readonly #lease: BodyLease;
+  constructor(lease: BodyLease) {
+    this.#lease = lease;
+  }
+
+  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    const lease = this.#lease;
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    lease.reading = true;
+    try {
+      chunk = await (lease.reader as ReadableStreamDefaultReader<Uint8Array>).read();
+    } catch (error) {
+      lease.reading = false;
+      lease.errored(error);
+      throw error;
+    }
+    lease.reading = false;
+    if (!chunk.done) {
+      controller.enqueue(chunk.value);
+      return;
+    }
+    // A body cut short by the body timeout must not look complete to its reader.
+    if (lease.timedOut !== undefined) throw lease.timedOut;
+    lease.finish(lease.outcome);
+    controller.close();
+  }
+
+  cancel(reason: unknown): Promise<void> {
+    const lease = this.#lease;
+    lease.cancelled();
+    return (lease.reader as ReadableStreamDefaultReader<Uint8Array>).cancel(reason);
+  }
+}
+
+/**
+ * A response like `response` whose body releases `lease` when it ends: same status, status text,
+ * headers, `url`, `redirected` and `type`, made by the response's own class (so an undici
+ * `Response` stays one). The new body is a default (not a byte) stream: BYOB readers are not
+ * supported.
+ */
+export function holdBody(response: Response, lease: BodyLease): Response {
+  lease.reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const stream = new ReadableStream<Uint8Array>(new BodySource(lease), { highWaterMark: 0 });
+  registry?.register(stream, lease, lease);
+  // The response's own class (undici's Response stays one); the global one for a look-alike.
+  const own: unknown = response.constructor;
+  const Ctor = typeof own === 'function' && own !== Object ? (own as typeof Response) : Response;
+  const held = new Ctor(stream, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  Object.defineProperties(held, {
+    url: { value: response.url, enumerable: true },
+    redirected: { value: response.redirected, enumerable: true },
+    type: { value: response.type, enumerable: true },
+  });
+  return held;
+}

@@ -1,0 +1,112 @@
+import type { Clock } from 'limits-core';
+
+/**
+ * @internal One `limitFetch` call's time budget and signals: the caller's signal (from `init` or the
+ * `Request`), our own controller (aborted at `timeoutMs`, or when a body is not consumed within
+ * `bodyTimeoutMs`), and the signal given to fetch, which either aborts. Made only with a budget or
+ * a body timeout; without them the caller's signal is passed on as is.
+ */
+export class FetchBudget {
+  /** The caller's own signal, if any. */
+  readonly callerSignal: AbortSignal | undefined;
+  /** The signal every attempt's fetch gets. */
+  readonly signal: AbortSignal | undefined;
+  /** The deadline on the clock (ms), or `Infinity`. */
+  readonly deadline: number;
+  readonly #clock: Clock;
+  readonly #controller: AbortController | undefined;
+  #timer: unknown = undefined;
+  #unlink: (() => void) | undefined = undefined;
+
+  /**
+   * @param own - whether the call needs a controller of its own (a `bodyTimeoutMs`), even without
+   *   a `timeoutMs`.
+   */
+  constructor(
+    clock: Clock,
+    timeoutMs: number,
+    callerSignal: AbortSignal | undefined,
+    own: boolean,
+  ) {
+    this.#clock = clock;
+    this.callerSignal = callerSignal;
+    const timed = timeoutMs !== Infinity;
+    this.deadline = timed ? clock.now() + timeoutMs : Infinity;
+    if (!timed && !own) {
+      this.#controller = undefined;
+      this.signal = callerSignal;
+      return;
+    }
+    const controller = new AbortController();
+    this.#controller = controller;
+    // (Merged first: a caller "signal" that is not one throws here, before any timer exists.)
+    this.signal = callerSignal === undefined ? controller.signal : this.#merge(callerSignal);
+    if (timed) {
+      this.#timer = clock.setTimeout(() => {
+        this.#timer = undefined;
+        controller.abort(
+          new DOMException(`limits: request timed out after ${timeoutMs} ms`, 'TimeoutError'),
+        );
+      }, timeoutMs);
+    }
+  }
+
+  /** Whether our own controller aborted (the budget or a body timeout ran out). */
+  get expired(): boolean {
+    return this.#controller?.signal.aborted === true;
+  }
+
+  /** Ms left before the deadline (`Infinity` without one). */
+  remainingMs(): number {
+    return this.deadline === Infinity ? Infinity : this.deadline - this.#clock.now();
+  }
+
+  /** Aborts the call with `reason` (a body timeout), unless it already aborted. */
+  abort(reason: unknown): void {
+    this.#controller?.abort(reason);
+  }
+
+  /** The call is over: the budget timer is cleared and the caller's signal unlinked. */
+  end(): void {
+    if (this.#timer !== undefined) {
+      this.#clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#unlink?.();
+    this.#unlink = undefined;
+  }
+
+  /** The caller's signal and ours, either aborting (with the first reason). */
+  #merge(callerSignal: AbortSignal): AbortSignal {
+    const own = (this.#controller as AbortController).signal;
+    return anySignal(callerSignal, own, (unlink) => {
+      this.#unlink = unlink;
+    });
+  }
+}
+
+/**
+ * A signal that aborts when `a` or `b` does, with its reason: `AbortSignal.any` (Node ≥ 20.3), or a
+ * controller fed by listeners that `onUnlink` receives a function to remove.
+ */
+export function anySignal(
+  a: AbortSignal,
+  b: AbortSignal,
+  onUnlink?: (unlink: () => void) => void,
+): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any([a, b]);
+  const controller = new AbortController();
+  if (a.aborted || b.aborted) {
+    controller.abort(a.aborted ? a.reason : b.reason);
+    return controller.signal;
+  }
+  const onA = () => controller.abort(a.reason);
+  const onB = () => controller.abort(b.reason);
+  a.addEventListener('abort', onA, { once: true });
+  b.addEventListener('abort', onB, { once: true });
+  onUnlink?.(() => {
+    a.removeEventListener('abort', onA);
+    b.removeEventListener('abort', onB);
+  });
+  return controller.signal;
+}

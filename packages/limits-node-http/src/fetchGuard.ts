@@ -1,0 +1,122 @@
+import { checkObject, formatValue, type Outcome } from 'limits-core';
+
+/**
+ * What the guard's action gets as its context: limits-breaker's `CallContext` (its `signal`, and
+ * `hold()` to keep the permit while the body streams). Declared here, structurally, so that
+ * limits-node-http's types do not need limits-breaker (an optional peer dependency).
+ */
+export interface FetchCallContext {
+  readonly signal: AbortSignal;
+  hold(): { release(outcome?: Outcome): void };
+}
+
+/**
+ * @internal One attempt of a `limitFetch` call, as the guard's action gets it: `run` sends the
+ * request under the call's signal and `ctx.signal`, and holds the permit while the body streams.
+ */
+export interface FetchAttempt {
+  run(ctx: FetchCallContext): Promise<FetchExchange>;
+}
+
+/** @internal How an attempt ended: with a response, or with an error (`failed`). */
+export interface FetchExchange {
+  readonly outcome: Outcome;
+  readonly failed: boolean;
+  readonly response: Response | undefined;
+  readonly error: unknown;
+}
+
+/** The action {@link fetchGuard} gives `guard()`: one attempt of a `limitFetch` call. */
+export type FetchAction = (ctx: FetchCallContext, attempt: FetchAttempt) => Promise<FetchExchange>;
+
+/**
+ * A limits-breaker guard made by {@link fetchGuard}, for `limitFetch`'s `guard` option (what
+ * `limitFetch` uses of it; the value is the full limits-breaker `Guard`).
+ */
+export interface LimitFetchGuard {
+  fire(attempt: FetchAttempt): Promise<unknown>;
+}
+
+/**
+ * What {@link fetchGuard} needs of limits-breaker's `guard` function (typed structurally, so that
+ * limits-node-http's types do not need limits-breaker): build a guard from an action and options.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any options type: `fetchGuard` reads the real one from `typeof guard`.
+export type GuardFunction = (action: FetchAction, options?: any) => LimitFetchGuard;
+
+/**
+ * Options of {@link fetchGuard}: limits-breaker's `GuardOptions` without `classify` (`limitFetch`
+ * classifies). `timeoutMs` defaults to `false` here: `limitFetch`'s own `timeoutMs` is the budget
+ * (it covers the body too). A `fallback` must return a `Response` (e.g. from a cache).
+ */
+export type FetchGuardOptions<O> = Omit<O, 'classify'>;
+
+const made = new WeakSet<object>();
+
+/** Whether `value` was made by {@link fetchGuard}. */
+export function isFetchGuard(value: unknown): value is LimitFetchGuard {
+  return typeof value === 'object' && value !== null && made.has(value);
+}
+
+/** The guard's action: one attempt. */
+function fetchAction(ctx: FetchCallContext, attempt: FetchAttempt): Promise<FetchExchange> {
+  return attempt.run(ctx);
+}
+
+/** The guard's `classify`: the attempt's outcome (an attempt never rejects). */
+function classifyExchange(error: unknown, value: unknown): Outcome | undefined {
+  return error === undefined ? (value as FetchExchange).outcome : undefined;
+}
+
+/**
+ * Builds a limits-breaker guard (circuit breaker over a limiter) for `limitFetch({ guard })`. Pass
+ * limits-breaker's `guard` function itself: limits-node-http does not import limits-breaker (an
+ * optional peer dependency). Keep the guard to read its `state`, `stats()` and events, and to
+ * `shutdown()` it.
+ *
+ * @param guardFn - `guard` from limits-breaker (typed structurally: any function that builds a
+ *   guard from an action and options).
+ * @param options - the guard's options (limits-breaker's `GuardOptions`), except `classify`.
+ *   @default `{ timeoutMs: false }`
+ * @returns the guard, with limits-breaker's own type (`Guard`).
+ * @throws TypeError when `guardFn` is not a function or `options` has `classify`; whatever
+ *   `guard()` throws for a bad option.
+ * @example
+ * ```ts
+ * import { guard } from 'limits-breaker';
+ * const breaker = fetchGuard(guard, { probeSlots: 2, resetTimeout: 5_000 });
+ * const api = limitFetch(fetch, { guard: breaker, timeoutMs: 2_000 });
+ * ```
+ */
+export function fetchGuard<F extends GuardFunction>(
+  guardFn: F,
+  options?: FetchGuardOptions<NonNullable<Parameters<F>[1]>>,
+): ReturnType<F> {
+  if (typeof guardFn !== 'function') {
+    throw new TypeError(
+      `limits: fetchGuard(guard) needs limits-breaker's guard function, got ${formatValue(guardFn)}`,
+    );
+  }
+  checkObject('options', options);
+  if ((options as { classify?: unknown } | undefined)?.classify !== undefined) {
+    throw new TypeError(
+      'limits: fetchGuard sets the guard\'s "classify" itself; pass "classify" to limitFetch instead',
+    );
+  }
+  const g = guardFn(fetchAction, {
+    timeoutMs: false,
+    ...options,
+    classify: classifyExchange,
+  } as never) as ReturnType<F>;
+  made.add(g);
+  return g;
+}
+
+/** A fallback's answer must be a `Response`. */
+export function asFallbackResponse(value: unknown): Response {
+  if (typeof value === 'object' && value !== null && typeof (value as Response).status === 'number')
+    return value as Response;
+  throw new TypeError(
+    `limits: a fetchGuard fallback must return a Response, got ${formatValue(value)}`,
+  );
+}

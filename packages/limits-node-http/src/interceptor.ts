@@ -1,0 +1,75 @@
+import type { Limiter } from 'limits-core';
+import { LimitHandler } from './interceptorHandler.js';
+import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
+import { type LimitInterceptorOptions, resolveInterceptorOptions } from './interceptorOptions.js';
+import { isReplayable, RetryingHandler } from './interceptorRetry.js';
+import type {
+  Dispatch,
+  DispatchHandler,
+  DispatchInterceptor,
+  DispatchOptions,
+} from './interceptorTypes.js';
+
+/**
+ * An undici interceptor that puts every request under a limits-core {@link Limiter}, for
+ * `Dispatcher.compose` (undici 7 and 8): a request is sent only with a permit, waits for one in the
+ * limiter's bounded queue (the caller's abort takes it out), is refused with the limiter's
+ * `LimitExceededError` without touching the network, and holds its permit until the response body
+ * has been read, errored or aborted (or until the headers, with `release: 'headers'`). The outcome
+ * fed to the limiter: 429, 502, 503, 504, network errors and timeouts `dropped`; other 5xx
+ * `failure`; a caller's abort `ignore`; anything else `success` (override with `classify`).
+ *
+ * With `retry` (a limits-core `RetryPolicy`), failed attempts are retried under its budget, each
+ * attempt with a permit of its own; the caller sees the final attempt.
+ *
+ * Order in `compose`: interceptors listed earlier sit closer to the network, so
+ * `agent.compose(limitInterceptor(…), interceptors.redirect())` takes one permit per redirect hop,
+ * while listing `limitInterceptor` last takes one permit for the whole chain.
+ *
+ * @param options - the limiter (or one per origin), `classify`, `timeoutMs`, `bodyTimeoutMs`,
+ *   `release`, `onRetryAfter`, `retry`, `retryable`, `maxOrigins`, `clock`; see
+ *   {@link LimitInterceptorOptions}.
+ * @returns an interceptor `(dispatch) => dispatch`.
+ * @throws TypeError for a missing limiter or a wrong type; RangeError for a value out of range.
+ * @example
+ * ```ts
+ * import { Agent, request } from 'undici';
+ * import { Limiter, VegasLimit } from 'limits-core';
+ * import { limitInterceptor } from 'limits-node-http';
+ *
+ * const limiter = new Limiter({ limit: new VegasLimit(), maxQueued: 100 });
+ * const agent = new Agent().compose(limitInterceptor({ limiter, timeoutMs: 2_000 }));
+ * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
+ * const items = await body.json(); // the permit goes back when the body has been read
+ * ```
+ */
+export function limitInterceptor(options: LimitInterceptorOptions): DispatchInterceptor {
+  const config = resolveInterceptorOptions(options);
+  const limiters = originLimiters(config.limiter, config.maxOrigins);
+  const retry = config.retry;
+  return (dispatch: Dispatch): Dispatch =>
+    function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
+      const origin = originOf(opts.origin);
+      let limiter: Limiter | undefined;
+      if (limiters instanceof OriginLimiters) {
+        try {
+          limiter = limiters.for(origin);
+        } catch (error) {
+          return new LimitHandler(config, dispatch, opts, handler, origin).fail(error as Error);
+        }
+        if (limiter === undefined) return dispatch(opts, handler);
+      } else limiter = limiters;
+      if (
+        retry !== undefined &&
+        isReplayable(opts) &&
+        config.retryable({ method: opts.method, url: origin + opts.path })
+      )
+        return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
+      return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);
+    };
+}
+
+function originOf(origin: string | URL | undefined): string {
+  if (typeof origin === 'string') return origin;
+  return origin instanceof URL ? origin.origin : String(origin);
+}

@@ -1,0 +1,327 @@
+import type {
+  LimitExceededError,
+  Limiter,
+  Outcome,
+  Permit,
+  PermitRequest,
+  QueueTicket,
+} from 'limits-core';
+import { type CallerAbortTarget, LimitController } from './interceptorController.js';
+import type { InterceptorConfig } from './interceptorOptions.js';
+import { decideOutcome } from './interceptorOutcome.js';
+import type {
+  Dispatch,
+  DispatchController,
+  DispatchHandler,
+  DispatchOptions,
+  InterceptorHeaders,
+} from './interceptorTypes.js';
+import { parseRetryAfter } from './retryAfter.js';
+
+/**
+ * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and
+ * redirect handlers): the state of the call lives here, between the caller's handler and the next
+ * dispatcher. It waits for a permit (as the limiter's {@link PermitRequest}: no promise, no closure),
+ * dispatches when one is granted, classifies the response, and releases the permit exactly once —
+ * when the body ends, errors or is aborted (or at the headers with `release: 'headers'`).
+ *
+ * States, in order: waiting for a permit (`#ticket` set), dispatched (`#permit` set), connected
+ * (`#connection` set), response started (`#statusCode` ≥ 200), and `#done` once the caller got its
+ * final callback. The permit can outlive `#done`: a request the time budget answered early keeps
+ * its permit until undici reports that it really ended.
+ */
+export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbortTarget {
+  readonly #config: InterceptorConfig;
+  readonly #dispatch: Dispatch;
+  readonly #opts: DispatchOptions;
+  readonly #handler: DispatchHandler;
+  readonly #origin: string;
+  readonly #controller: LimitController;
+  #permit: Permit | undefined = undefined;
+  #ticket: QueueTicket | undefined = undefined;
+  #connection: DispatchController | undefined = undefined;
+  #deadline = Infinity;
+  /** When the body must have ended (`bodyTimeoutMs` after the headers), when earlier than `#deadline`. */
+  #bodyDeadline = Infinity;
+  #timer: unknown = undefined;
+  /** The caller's handler got `onRequestStart`. */
+  #started = false;
+  /** The caller's handler got its final callback (`onResponseEnd`, `onResponseError`, an upgrade). */
+  #done = false;
+  #statusCode = 0;
+  #headers: InterceptorHeaders | undefined = undefined;
+  /** The final response's outcome, reported when the permit goes back. */
+  #outcome: Outcome = 'success';
+  #callerAbort: Error | undefined = undefined;
+  #timeout: Error | undefined = undefined;
+  #timeoutOutcome: Outcome = 'dropped';
+
+  constructor(
+    config: InterceptorConfig,
+    dispatch: Dispatch,
+    opts: DispatchOptions,
+    handler: DispatchHandler,
+    origin: string,
+  ) {
+    this.#config = config;
+    this.#dispatch = dispatch;
+    this.#opts = opts;
+    this.#handler = handler;
+    this.#origin = origin;
+    this.#controller = new LimitController(this);
+  }
+
+  /**
+   * Asks `limiter` for a permit and dispatches at once when one is free; otherwise the request waits
+   * in the limiter's queue and is dispatched when granted.
+   * @param deadline - the call's deadline on the config's clock, for an attempt of a retried call
+   *   (default: `timeoutMs` from now).
+   * @returns what the next dispatcher returned, or `true` while the request waits (or was refused).
+   */
+  start(limiter: Limiter, deadline?: number): boolean {
+    const config = this.#config;
+    let acquireOptions = config.acquireOptions;
+    if (deadline !== undefined) {
+      // A retried call's attempt: what is left of the call's budget (`Infinity`: none).
+      this.#deadline = deadline;
+      if (deadline !== Infinity) acquireOptions = { timeoutMs: deadline - config.clock.now() };
+    } else if (acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
+    const permit = limiter.acquireWith(this, acquireOptions);
+    if (permit !== undefined) return this.#send(permit);
+    // Queued (a refusal at admission already answered the caller): the caller gets its controller
+    // now, so that its abort takes the request out of the limiter's queue.
+    if (this.#ticket !== undefined) this.#startCaller(null);
+    return true;
+  }
+
+  /** Answers the caller with `error` without sending anything (the request was not admitted). */
+  fail(error: Error): boolean {
+    this.#finish(error);
+    return true;
+  }
+
+  // PermitRequest: how the wait in the limiter's queue ends.
+
+  /** @internal The limiter queued the request. */
+  queued(ticket: QueueTicket): void {
+    this.#ticket = ticket;
+  }
+
+  /** @internal The limiter granted the queued request: dispatch it now. */
+  granted(permit: Permit): void {
+    this.#ticket = undefined;
+    this.#send(permit);
+  }
+
+  /** @internal The limiter refused the request (at admission or while queued): it is never sent. */
+  refused(error: LimitExceededError): void {
+    this.#ticket = undefined;
+    // A refusal because the caller aborted answers with the caller's own reason, as undici does.
+    this.#finish(this.#callerAbort ?? error);
+  }
+
+  // CallerAbortTarget: the caller aborted through its controller.
+
+  /** @internal */
+  callerAborted(reason: Error): void {
+    if (this.#done) return;
+    this.#callerAbort = reason;
+    if (this.#ticket !== undefined) {
+      // Leaves the queue at once: `refused` answers the caller.
+      this.#ticket.cancel(reason);
+      return;
+    }
+    // Not yet connected: aborted in onRequestStart, as undici's own handlers do.
+    this.#connection?.abort(reason);
+  }
+
+  // DispatchHandler: undici's callbacks for the dispatched request.
+
+  onRequestStart(controller: DispatchController, context: unknown): void {
+    this.#connection = controller;
+    this.#controller.target = controller;
+    const stop = this.#timeout ?? this.#callerAbort;
+    if (stop !== undefined) {
+      controller.abort(stop);
+      return;
+    }
+    if (!this.#started) this.#startCaller(context);
+  }
+
+  onRequestUpgrade(
+    _controller: DispatchController,
+    statusCode: number,
+    headers: InterceptorHeaders,
+    socket: unknown,
+  ): void {
+    // An upgraded connection belongs to the caller from here on: the request is over.
+    this.#statusCode = statusCode;
+    this.#clearTimer();
+    this.#release('success');
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onRequestUpgrade?.(this.#controller, statusCode, headers, socket);
+  }
+
+  onResponseStart(
+    _controller: DispatchController,
+    statusCode: number,
+    headers: InterceptorHeaders,
+    statusMessage?: string,
+  ): void {
+    if (this.#done) return;
+    if (statusCode >= 200) {
+      // Interim 1xx responses (undici 8 passes them on) neither end nor classify the request.
+      this.#statusCode = statusCode;
+      this.#headers = headers;
+      this.#outcome = this.#decide(undefined);
+      if (statusCode === 429 || statusCode === 503) this.#retryAfter(statusCode, headers);
+      if (this.#config.releaseAtHeaders) {
+        this.#clearTimer();
+        this.#release(this.#outcome);
+      } else if (this.#config.bodyTimeoutMs !== Infinity) this.#armBodyTimeout();
+    }
+    this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(_controller: DispatchController, chunk: Uint8Array): void {
+    if (!this.#done) this.#handler.onResponseData?.(this.#controller, chunk);
+  }
+
+  onResponseEnd(_controller: DispatchController, trailers: InterceptorHeaders): void {
+    this.#clearTimer();
+    this.#release(this.#outcome);
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseEnd?.(this.#controller, trailers);
+  }
+
+  onResponseError(controller: DispatchController | null | undefined, error: Error): void {
+    this.#clearTimer();
+    let outcome: Outcome;
+    if (this.#timeout !== undefined) outcome = this.#timeoutOutcome;
+    else if (this.#callerAbort !== undefined || controller?.aborted === true) {
+      // The caller gave up (through us, or through undici's own queue-abort hook, which aborts the
+      // connection's controller directly): that says nothing about the downstream, unless the
+      // response had already said it was overloaded or broken.
+      outcome = this.#statusCode !== 0 && this.#outcome !== 'success' ? this.#outcome : 'ignore';
+    } else outcome = this.#decide(error);
+    this.#release(outcome);
+    this.#finish(error);
+  }
+
+  /** undici 8 reports the request body's progress; passed on. */
+  onBodySent(...args: unknown[]): void {
+    (this.#handler as { onBodySent?: (...a: unknown[]) => void }).onBodySent?.(...args);
+  }
+
+  /** undici 8 reports that the request was sent; passed on. */
+  onRequestSent(): void {
+    (this.#handler as { onRequestSent?: () => void }).onRequestSent?.();
+  }
+
+  #send(permit: Permit): boolean {
+    this.#permit = permit;
+    if (this.#deadline !== Infinity) {
+      const left = this.#deadline - this.#config.clock.now();
+      this.#timer = this.#config.clock.setTimeout(() => this.#onTimeout(), Math.max(0, left));
+    }
+    try {
+      return this.#dispatch(this.#opts, this);
+    } catch (error) {
+      // A dispatcher that throws instead of calling onResponseError: the request never started.
+      this.onResponseError(undefined, error as Error);
+      return true;
+    }
+  }
+
+  #startCaller(context: unknown): void {
+    this.#started = true;
+    this.#handler.onRequestStart?.(this.#controller, context);
+  }
+
+  #armBodyTimeout(): void {
+    const { clock, bodyTimeoutMs } = this.#config;
+    const at = clock.now() + bodyTimeoutMs;
+    if (at >= this.#deadline) return;
+    this.#clearTimer();
+    this.#bodyDeadline = at;
+    this.#timer = clock.setTimeout(() => this.#onTimeout(), bodyTimeoutMs);
+  }
+
+  #onTimeout(): void {
+    this.#timer = undefined;
+    if (this.#done || this.#permit === undefined) return;
+    const { timeoutMs, bodyTimeoutMs } = this.#config;
+    const request = `${this.#opts.method} ${this.#origin}${this.#opts.path}`;
+    let error: DOMException;
+    if (this.#bodyDeadline < this.#deadline) {
+      error = new DOMException(
+        `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`,
+        'TimeoutError',
+      );
+      // A body the caller stopped reading (undici paused for it) says nothing about the
+      // downstream; one the downstream sends too slowly is congestion.
+      if (this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
+    } else {
+      error = new DOMException(
+        `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
+        'TimeoutError',
+      );
+    }
+    this.#timeout = error;
+    if (this.#connection !== undefined) {
+      this.#connection.abort(error);
+      return;
+    }
+    // Dispatched but still waiting for a connection inside undici: the caller is answered now; the
+    // request is aborted when it gets its connection, and keeps its permit until then.
+    this.#finish(error);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) {
+      this.#config.clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  #finish(error: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseError?.(this.#controller, error);
+  }
+
+  /** The outcome of the response (`error` undefined) or of the error that ended the request. */
+  #decide(error: unknown): Outcome {
+    return decideOutcome(
+      this.#config,
+      this.#origin,
+      this.#opts.method,
+      this.#statusCode,
+      this.#headers,
+      error,
+    );
+  }
+
+  #retryAfter(statusCode: number, headers: InterceptorHeaders): void {
+    const onRetryAfter = this.#config.onRetryAfter;
+    if (onRetryAfter === undefined) return;
+    const value = headers['retry-after'];
+    // Several Retry-After headers are refused, as a comma-joined value is.
+    const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
+    if (retryAfterMs === undefined) return;
+    onRetryAfter({ origin: this.#origin, method: this.#opts.method, statusCode, retryAfterMs });
+  }
+
+  /** Returns the permit with `outcome`, once (later calls do nothing). */
+  #release(outcome: Outcome): void {
+    const permit = this.#permit;
+    if (permit === undefined) return;
+    this.#permit = undefined;
+    if (outcome === 'success') permit.success();
+    else if (outcome === 'dropped') permit.dropped();
+    else if (outcome === 'failure') permit.failure();
+    else permit.ignore();
+  }
+}

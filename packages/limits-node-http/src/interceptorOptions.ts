@@ -1,0 +1,261 @@
+import {
+  type AcquireOptions,
+  type Clock,
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  checkOneOf,
+  formatValue,
+  type Limiter,
+  type Outcome,
+  type RetryPolicy,
+  systemClock,
+} from 'limits-core';
+import type { InterceptorHeaders } from './interceptorTypes.js';
+
+/**
+ * Where `limitInterceptor` gets its limiter: one {@link Limiter} for every request, or a function of
+ * the request's origin (`"https://api.example.com"`) that returns the origin's limiter, or
+ * `undefined` to let that origin's requests through unlimited. The function is called once per
+ * origin and its answer kept (see `maxOrigins`).
+ */
+export type LimiterSource = Limiter | ((origin: string) => Limiter | undefined);
+
+/**
+ * What {@link LimitInterceptorOptions.classify} is asked about: one request, ended by a response
+ * (`statusCode` ≥ 200 and `headers`, no `error`) or by an error (`error`, with `statusCode` and
+ * `headers` too when the error came while the body streamed).
+ */
+export interface InterceptedCall {
+  /** The request's origin, e.g. `"http://127.0.0.1:8080"`. */
+  readonly origin: string;
+  /** The request's method, e.g. `"GET"`. */
+  readonly method: string;
+  /** The final response's status, once its headers arrived. */
+  readonly statusCode?: number | undefined;
+  /** The final response's headers, once they arrived. */
+  readonly headers?: InterceptorHeaders | undefined;
+  /** Why the request failed; absent when it ended with a response. */
+  readonly error?: unknown;
+}
+
+/** What {@link LimitInterceptorOptions.retryable} is asked about: one request, before it is sent. */
+export interface InterceptedRequest {
+  /** The request's method, e.g. `"GET"`. */
+  readonly method: string;
+  /** The request's absolute URL (origin and path). */
+  readonly url: string;
+}
+
+/** A downstream's `Retry-After` on a 429 or 503, parsed (see {@link LimitInterceptorOptions.onRetryAfter}). */
+export interface RetryAfterEvent {
+  /** The request's origin. */
+  readonly origin: string;
+  /** The request's method. */
+  readonly method: string;
+  /** `429` or `503`. */
+  readonly statusCode: number;
+  /** How long the downstream asked callers to wait, in ms (an integer ≥ 0, at most one day). */
+  readonly retryAfterMs: number;
+}
+
+/** Options of {@link limitInterceptor}. */
+export interface LimitInterceptorOptions {
+  /**
+   * The limiter every request needs a permit from, or a function `(origin) => Limiter | undefined`
+   * giving each origin its own (`undefined`: that origin is not limited). Required.
+   */
+  limiter: LimiterSource;
+  /**
+   * With a function `limiter`: how many origins' answers are kept, an integer in [1, 10000]. When
+   * a new origin arrives with the table full, the least recently used origin whose limiter is idle
+   * (nothing in flight or queued) is forgotten; if every limiter is busy, the request is refused
+   * with a `LimitExceededError` (reason `limit`) and never sent.
+   * @default 100
+   */
+  maxOrigins?: number;
+  /**
+   * Decides a request's outcome (`success | dropped | failure | ignore`); return `undefined` for the
+   * default: statuses by `classifyStatus` (429, 502, 503, 504 `dropped`; other 5xx `failure`; the
+   * rest `success`) and errors by `classifyError` (network errors and timeouts `dropped`). A
+   * caller's own abort is `ignore` (or the status's outcome when that was not `success`) and is not
+   * asked about. A `classify` that throws, or returns something else, gets the default.
+   */
+  classify?: (call: InterceptedCall) => Outcome | undefined;
+  /**
+   * End-to-end time budget per request in ms, a number > 0 (`Infinity`: none): refused at
+   * admission when it cannot be met, bounded while queued (the limiter's `timeoutMs`), and at the
+   * deadline the request is aborted (headers or body still coming) with a `TimeoutError`
+   * (`DOMException`) and released as `dropped`.
+   * @default Infinity
+   */
+  timeoutMs?: number;
+  /**
+   * Longest time in ms, a number > 0 (`Infinity`: none), from the response headers to the end of
+   * the body; then the request is aborted with a `TimeoutError`, and its permit goes back — as
+   * `ignore` when the caller had stopped reading (undici paused the body for it: a body nobody
+   * reads no longer holds a permit), else `dropped` (the downstream streams too slowly). Unused
+   * with `release: 'headers'`.
+   * @default Infinity
+   */
+  bodyTimeoutMs?: number;
+  /**
+   * When the permit goes back: `'body'` — when the response body has been read to its end,
+   * errored or been aborted (a body that streams is work in flight); `'headers'` — as soon as the
+   * response headers arrive.
+   * @default 'body'
+   */
+  release?: 'body' | 'headers';
+  /**
+   * Called with the parsed `Retry-After` of a 429 or 503 response (a valid one: garbage, negative
+   * and absurd values are refused by `parseRetryAfter` and not reported), before the response is
+   * passed on. A hook that throws fails the request with its error.
+   */
+  onRetryAfter?: (event: RetryAfterEvent) => void;
+  /**
+   * Opt-in retries under a limits-core `RetryPolicy` (its `maxAttempts`, full-jitter back-off and
+   * `RetryBudget`, which caps retries to a share of recent requests), as `limitFetch` does: each
+   * attempt takes its own permit; a response classified `dropped` or `failure` (429, 5xx) and an
+   * error classified `dropped` (a network error) are retried, after at least their `Retry-After`
+   * when it is valid (one longer than the policy's `maxDelayMs` ends the retries); a refusal by the
+   * limiter, the caller's abort and a `TimeoutError` end the call; `timeoutMs` is the budget of the
+   * whole call. Only requests that `retryable` accepts and whose body can be sent again (none, a
+   * string or bytes; not a stream) are retried. The caller sees the final attempt only.
+   * @default no retries
+   */
+  retry?: RetryPolicy;
+  /**
+   * With `retry`: which requests may be repeated.
+   * @default idempotent methods only: GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2)
+   */
+  retryable?: (request: InterceptedRequest) => boolean;
+  /**
+   * The clock that times `timeoutMs` once a request has its permit; give it the limiter's clock.
+   * @default limits-core's `systemClock`
+   */
+  clock?: Clock;
+}
+
+/** The options, checked, with defaults applied: one object shared by every request. */
+export interface InterceptorConfig {
+  readonly limiter: LimiterSource;
+  readonly maxOrigins: number;
+  readonly classify: ((call: InterceptedCall) => Outcome | undefined) | undefined;
+  readonly timeoutMs: number;
+  /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a budget. */
+  readonly acquireOptions: AcquireOptions | undefined;
+  readonly bodyTimeoutMs: number;
+  readonly releaseAtHeaders: boolean;
+  readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
+  readonly retry: RetryPolicy | undefined;
+  readonly retryable: (request: InterceptedRequest) => boolean;
+  readonly clock: Clock;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
+/** The default {@link LimitInterceptorOptions.retryable}: idempotent methods (RFC 9110 §9.2.2). */
+export function isIdempotent(request: InterceptedRequest): boolean {
+  return IDEMPOTENT.has(request.method);
+}
+
+const KEYS = [
+  'limiter',
+  'maxOrigins',
+  'classify',
+  'timeoutMs',
+  'bodyTimeoutMs',
+  'release',
+  'onRetryAfter',
+  'retry',
+  'retryable',
+  'clock',
+] as const;
+
+/**
+ * Checks every option before anything is built.
+ * @throws TypeError for a wrong type or a missing `limiter`; RangeError for a value out of range.
+ */
+export function resolveInterceptorOptions(options: LimitInterceptorOptions): InterceptorConfig {
+  if (options === undefined)
+    throw new TypeError('limits: limitInterceptor options must be an object, got undefined');
+  checkKeys('limitInterceptor', options, KEYS);
+  const limiter = checkLimiterSource(options.limiter);
+  const maxOrigins = checkNumber('maxOrigins', options.maxOrigins, 100, {
+    min: 1,
+    max: 10_000,
+    integer: true,
+  });
+  const classify = checkFunction<InterceptorConfig['classify']>('classify', options.classify);
+  const timeoutMs = checkNumber('timeoutMs', options.timeoutMs, Infinity, {
+    min: 0,
+    minExclusive: true,
+    allowInfinity: true,
+  });
+  const bodyTimeoutMs = checkNumber('bodyTimeoutMs', options.bodyTimeoutMs, Infinity, {
+    min: 0,
+    minExclusive: true,
+    allowInfinity: true,
+  });
+  const release = checkOneOf('release', options.release, 'body', ['body', 'headers']);
+  const onRetryAfter = checkFunction<InterceptorConfig['onRetryAfter']>(
+    'onRetryAfter',
+    options.onRetryAfter,
+  );
+  const retry = checkRetryPolicy(options.retry);
+  const retryable = checkFunction<InterceptorConfig['retryable']>('retryable', options.retryable);
+  const clock = checkClock(options.clock);
+  return {
+    limiter,
+    maxOrigins,
+    classify,
+    timeoutMs,
+    acquireOptions: timeoutMs === Infinity ? undefined : { timeoutMs },
+    bodyTimeoutMs,
+    releaseAtHeaders: release === 'headers',
+    onRetryAfter,
+    retry,
+    retryable: retryable ?? isIdempotent,
+    clock,
+  };
+}
+
+function checkLimiterSource(value: unknown): LimiterSource {
+  if (
+    typeof value === 'function' ||
+    (typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Limiter).acquireWith === 'function')
+  )
+    return value as LimiterSource;
+  throw new TypeError(
+    `limits: option "limiter" must be a Limiter or a function (origin) => Limiter | undefined, got ${formatValue(value)}`,
+  );
+}
+
+function checkClock(value: unknown): Clock {
+  if (value === undefined) return systemClock;
+  const c = value as Clock;
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof c.now === 'function' &&
+    typeof c.setTimeout === 'function' &&
+    typeof c.clearTimeout === 'function'
+  )
+    return c;
+  throw new TypeError(
+    `limits: option "clock" must be a Clock (now, setTimeout, clearTimeout), got ${formatValue(value)}`,
+  );
+}
+
+function checkRetryPolicy(value: unknown): RetryPolicy | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as RetryPolicy).run === 'function'
+  )
+    return value as RetryPolicy;
+  throw new TypeError(`limits: option "retry" must be a RetryPolicy, got ${formatValue(value)}`);
+}

@@ -1,0 +1,290 @@
+import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
+import { type CallerAbortTarget, LimitController } from './interceptorController.js';
+import { LimitHandler } from './interceptorHandler.js';
+import type { InterceptorConfig } from './interceptorOptions.js';
+import { decideOutcome } from './interceptorOutcome.js';
+import type {
+  Dispatch,
+  DispatchController,
+  DispatchHandler,
+  DispatchOptions,
+  InterceptorHeaders,
+} from './interceptorTypes.js';
+import { parseRetryAfter } from './retryAfter.js';
+
+/**
+ * Whether a request can be sent again as it is: no body, or one held in memory (a stream or an
+ * iterable is consumed by the first attempt), and not a connection upgrade.
+ */
+export function isReplayable(opts: DispatchOptions): boolean {
+  const { body, upgrade } = opts as { body?: unknown; upgrade?: unknown };
+  if (upgrade != null || opts.method === 'CONNECT') return false;
+  return body == null || typeof body === 'string' || body instanceof Uint8Array;
+}
+
+/**
+ * A request retried under a {@link RetryPolicy} (the interceptor's `retry` option): each attempt is
+ * a {@link LimitHandler} of its own — a permit per attempt, released when that attempt ends — whose
+ * callbacks land in an {@link Attempt}. An attempt's final response is held (its connection paused,
+ * early body chunks kept) until the policy decides: a retried one is discarded (aborted, its permit
+ * released with its status's outcome), the final one is passed on to the caller, who sees one
+ * request. A refusal by the limiter is never retried (the policy's rule); the caller's abort stops
+ * the call at once, during an attempt or a back-off wait.
+ */
+export class RetryingHandler implements CallerAbortTarget {
+  readonly #config: InterceptorConfig;
+  readonly #policy: RetryPolicy;
+  readonly #dispatch: Dispatch;
+  readonly #opts: DispatchOptions;
+  readonly #handler: DispatchHandler;
+  readonly #origin: string;
+  readonly #limiter: Limiter;
+  readonly #controller: LimitController;
+  readonly #abort = new AbortController();
+  #deadline = Infinity;
+  #current: Attempt | undefined = undefined;
+  #started = false;
+  #done = false;
+
+  constructor(
+    config: InterceptorConfig,
+    policy: RetryPolicy,
+    dispatch: Dispatch,
+    opts: DispatchOptions,
+    handler: DispatchHandler,
+    origin: string,
+    limiter: Limiter,
+  ) {
+    this.#config = config;
+    this.#policy = policy;
+    this.#dispatch = dispatch;
+    this.#opts = opts;
+    this.#handler = handler;
+    this.#origin = origin;
+    this.#limiter = limiter;
+    this.#controller = new LimitController(this);
+  }
+
+  /** Starts the first attempt. @returns `true` (undici's "not busy"). */
+  start(): boolean {
+    const config = this.#config;
+    if (config.timeoutMs !== Infinity) this.#deadline = config.clock.now() + config.timeoutMs;
+    this.#policy
+      .run((attempt) => this.#attempt(attempt), {
+        signal: this.#abort.signal,
+        retryIf: (result) => this.#retryIf(result),
+        discard: (attempt) => attempt.discard(),
+      })
+      .then(
+        (attempt) => this.#adopt(attempt),
+        (error: Error) => this.#fail(error),
+      );
+    return true;
+  }
+
+  /** @internal The caller aborted: stop the attempt in flight, or the back-off wait. */
+  callerAborted(reason: Error): void {
+    if (this.#done) return;
+    this.#abort.abort(reason);
+    this.#current?.abort(reason);
+  }
+
+  /** @internal An attempt got its controller (or queued for a permit): the caller's starts once. */
+  attemptStarted(controller: DispatchController, context: unknown): void {
+    this.#controller.target = controller;
+    if (this.#started) return;
+    this.#started = true;
+    this.#handler.onRequestStart?.(this.#controller, context);
+  }
+
+  /** @internal The caller paused its body (backpressure). */
+  get callerPaused(): boolean {
+    return this.#controller.pausedByCaller;
+  }
+
+  /** @internal Callbacks of the adopted attempt (and 1xx of any), passed on to the caller. */
+  responseStart(statusCode: number, headers: InterceptorHeaders, statusMessage?: string): void {
+    if (!this.#done)
+      this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
+  }
+
+  /** @internal */
+  data(chunk: Uint8Array): void {
+    if (!this.#done) this.#handler.onResponseData?.(this.#controller, chunk);
+  }
+
+  /** @internal */
+  end(trailers: InterceptorHeaders): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseEnd?.(this.#controller, trailers);
+  }
+
+  /** @internal */
+  error(error: Error): void {
+    this.#fail(error);
+  }
+
+  #attempt(_attempt: number): Promise<Attempt> {
+    return new Promise<Attempt>((resolve, reject) => {
+      const deadline = this.#deadline;
+      if (deadline !== Infinity && deadline - this.#config.clock.now() <= 0) {
+        reject(
+          new DOMException(
+            `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} ran out of its time budget of ${this.#config.timeoutMs} ms (timeoutMs) before a retry`,
+            'TimeoutError',
+          ),
+        );
+        return;
+      }
+      const attempt = new Attempt(this, resolve, reject);
+      this.#current = attempt;
+      new LimitHandler(this.#config, this.#dispatch, this.#opts, attempt, this.#origin).start(
+        this.#limiter,
+        deadline,
+      );
+    });
+  }
+
+  /**
+   * Whether an attempt is retried (as `limitFetch` decides): a response classified `dropped` or
+   * `failure`, after at least its valid `Retry-After`; an error classified `dropped`,
+   * unless it is a `TimeoutError` (the call's budget is spent). Refusals and the caller's abort never
+   * get here (the policy stops first).
+   */
+  #retryIf(result: AttemptResult<Attempt>): boolean | number {
+    const config = this.#config;
+    const method = this.#opts.method;
+    if (!result.ok) {
+      const { error } = result;
+      if ((error as { name?: unknown } | null)?.name === 'TimeoutError') return false;
+      return decideOutcome(config, this.#origin, method, 0, undefined, error) === 'dropped';
+    }
+    const { statusCode, headers } = result.value;
+    const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
+    if (outcome !== 'dropped' && outcome !== 'failure') return false;
+    const value = headers['retry-after'];
+    return parseRetryAfter(typeof value === 'string' ? value : undefined) ?? true;
+  }
+
+  #adopt(attempt: Attempt): void {
+    this.#current = attempt;
+    const { signal } = this.#abort;
+    if (signal.aborted) {
+      // The caller aborted while the policy decided: the held response is not passed on.
+      attempt.discard();
+      this.#fail(signal.reason);
+      return;
+    }
+    try {
+      attempt.adopt();
+    } catch (error) {
+      // The caller's handler threw (undici's dump interceptor does, for a body over its size):
+      // abort the attempt with that error, as undici's own request does; the error reaches the
+      // caller's onResponseError and the permit goes back.
+      attempt.abort(error as Error);
+    }
+  }
+
+  #fail(error: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseError?.(this.#controller, error);
+  }
+}
+
+/**
+ * One attempt of a retried request: the handler its {@link LimitHandler} calls. Until the policy has
+ * decided, its final response is held: the connection paused, chunks and the end kept; adopted, it
+ * replays them to the caller and streams the rest through.
+ */
+class Attempt implements DispatchHandler {
+  readonly #owner: RetryingHandler;
+  readonly #resolve: (attempt: Attempt) => void;
+  readonly #reject: (error: unknown) => void;
+  #controller: DispatchController | undefined = undefined;
+  statusCode = 0;
+  headers: InterceptorHeaders = {};
+  #statusMessage: string | undefined = undefined;
+  #live = false;
+  #chunks: Uint8Array[] = [];
+  #trailers: InterceptorHeaders | undefined = undefined;
+  #error: Error | undefined = undefined;
+
+  constructor(
+    owner: RetryingHandler,
+    resolve: (attempt: Attempt) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.#owner = owner;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  onRequestStart(controller: DispatchController, context: unknown): void {
+    this.#controller = controller;
+    this.#owner.attemptStarted(controller, context);
+  }
+
+  onResponseStart(
+    controller: DispatchController,
+    statusCode: number,
+    headers: InterceptorHeaders,
+    statusMessage?: string,
+  ): void {
+    if (statusCode < 200) {
+      if (this.#live || this.statusCode === 0)
+        this.#owner.responseStart(statusCode, headers, statusMessage);
+      return;
+    }
+    this.statusCode = statusCode;
+    this.headers = headers;
+    this.#statusMessage = statusMessage;
+    // Hold the body while the policy decides (it answers after a microtask at least).
+    controller.pause();
+    this.#resolve(this);
+  }
+
+  onResponseData(_controller: DispatchController, chunk: Uint8Array): void {
+    if (this.#live) this.#owner.data(chunk);
+    else this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(_controller: DispatchController, trailers: InterceptorHeaders): void {
+    if (this.#live) this.#owner.end(trailers);
+    else this.#trailers = trailers;
+  }
+
+  onResponseError(_controller: DispatchController, error: Error): void {
+    if (this.statusCode === 0) this.#reject(error);
+    else if (this.#live) this.#owner.error(error);
+    else this.#error = error;
+  }
+
+  /** The caller aborted this attempt. */
+  abort(reason: Error): void {
+    this.#controller?.abort(reason);
+  }
+
+  /** Thrown away for a retry: aborted (its permit goes back with its status's outcome). */
+  discard(): void {
+    this.#chunks = [];
+    this.#controller?.abort(
+      new DOMException('limits: response discarded for a retry', 'AbortError'),
+    );
+  }
+
+  /** The final attempt: its response goes to the caller, what was held first. */
+  adopt(): void {
+    const owner = this.#owner;
+    this.#live = true;
+    if (this.#controller !== undefined) owner.attemptStarted(this.#controller, null);
+    owner.responseStart(this.statusCode, this.headers, this.#statusMessage);
+    const chunks = this.#chunks;
+    this.#chunks = [];
+    for (const chunk of chunks) owner.data(chunk);
+    if (this.#trailers !== undefined) owner.end(this.#trailers);
+    else if (this.#error !== undefined) owner.error(this.#error);
+    else if (!owner.callerPaused) this.#controller?.resume();
+  }
+}

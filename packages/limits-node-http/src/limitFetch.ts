@@ -1,0 +1,335 @@
+import {
+  type AcquireOptions,
+  type AttemptResult,
+  isRefusal,
+  type Limiter,
+  type Outcome,
+  type Permit,
+} from 'limits-core';
+import { BodyLease, holdBody } from './fetchBody.js';
+import { anySignal, FetchBudget } from './fetchBudget.js';
+import { Exchange, errorOutcome, exchange, outcomes, type Send } from './fetchExchange.js';
+import {
+  asFallbackResponse,
+  type FetchAttempt,
+  type FetchCallContext,
+  type FetchExchange,
+} from './fetchGuard.js';
+import {
+  type LimitFetchConfig,
+  type LimitFetchOptions,
+  type LimitFetchRequest,
+  resolveLimitFetchOptions,
+} from './limitFetchOptions.js';
+import { parseRetryAfter } from './retryAfter.js';
+
+/** Any fetch function: the global one, undici's, or a wrapper with the same shape. */
+export type FetchFunction = (input: never, init?: never) => Promise<unknown>;
+
+/** What a `Request` (the global one or undici's) offers that `limitFetch` reads. */
+interface RequestLike {
+  readonly url: string;
+  readonly method: string;
+  readonly signal: AbortSignal | null | undefined;
+  readonly body: unknown;
+  clone(): RequestLike;
+}
+
+const noop = (): void => {};
+
+/** Each response handed out whose body holds a permit: its lease. */
+const leases = new WeakMap<object, BodyLease>();
+
+/**
+ * Wraps `fetch` so that every request needs a permit from a limits-core `Limiter` (or goes through a
+ * limits-breaker guard made by {@link fetchGuard}). Returns a function of exactly `fetch`'s type:
+ * same arguments (a URL, a string or a `Request`, and `init`), same `Response`.
+ *
+ * Per request: a permit first (a refusal rejects with the limiter's `LimitExceededError`, or the
+ * guard's `CircuitOpenError`, and nothing is sent); then the request, under `timeoutMs` merged with
+ * the caller's signal; then the outcome — 429, 502, 503, 504, network errors and timeouts
+ * `dropped` (the limit backs off; a breaker failure), other 5xx `failure`, the rest `success`, the
+ * caller's abort `ignore`. The permit is held until the response body is read to its end,
+ * cancelled or errored (or, with `release: 'headers'`, released at the headers). A body nobody reads
+ * is reclaimed when the response is garbage-collected (released as `ignore`) or at `bodyTimeoutMs`.
+ *
+ * @param fetch - the fetch to wrap: `globalThis.fetch`, undici's `fetch`, or any with that shape.
+ * @param options - see {@link LimitFetchOptions}: `limiter` or `guard` (exactly one) and the rest.
+ * @returns the limited fetch, typed as `fetch`.
+ * @throws TypeError/RangeError for bad options, before anything is built.
+ * @example
+ * ```ts
+ * const limiter = new Limiter({ limit: new VegasLimit(), maxQueued: 100 });
+ * const api = limitFetch(fetch, { limiter, timeoutMs: 2_000 });
+ * const res = await api('https://api.example.com/users/42');
+ * const user = await res.json(); // the permit goes back when the body has been read
+ * ```
+ */
+export function limitFetch<F extends FetchFunction>(fetch: F, options: LimitFetchOptions): F {
+  const config = resolveLimitFetchOptions(fetch, options);
+  const send = fetch as unknown as Send;
+  return function limitedFetch(input: unknown, init?: RequestInit): Promise<Response> {
+    return call(config, send, input, init);
+  } as unknown as F;
+}
+
+/**
+ * The `Retry-After` of a response, parsed safely by {@link parseRetryAfter}: the milliseconds to
+ * wait, or `undefined` without a valid one (garbage, negative or over a day).
+ * @example `if (res.status === 429) await sleep(retryAfterMs(res) ?? 1000)`
+ */
+export function retryAfterMs(response: {
+  headers: { get(name: string): string | null };
+}): number | undefined {
+  return parseRetryAfter(response.headers.get('retry-after'));
+}
+
+function isRequestLike(input: unknown): input is RequestLike {
+  return (
+    typeof input === 'object' &&
+    input !== null &&
+    typeof (input as RequestLike).url === 'string' &&
+    typeof (input as RequestLike).method === 'string' &&
+    typeof (input as RequestLike).clone === 'function'
+  );
+}
+
+/** One call: the budget, then one attempt or several under the retry policy. */
+async function call(
+  c: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+): Promise<Response> {
+  const req = isRequestLike(input) ? input : undefined;
+  const request: LimitFetchRequest = {
+    method: String(init?.method ?? req?.method ?? 'GET').toUpperCase(),
+    url: req === undefined ? String(input) : req.url,
+  };
+  const callerSignal = init?.signal ?? req?.signal ?? undefined;
+  if (callerSignal?.aborted) throw callerSignal.reason;
+  const budget = new FetchBudget(
+    c.clock,
+    c.timeoutMs,
+    callerSignal,
+    !c.releaseAtHeaders && c.bodyTimeoutMs !== Infinity,
+  );
+  let response: Response;
+  try {
+    response =
+      c.retry !== undefined && c.retryable(request) && replayable(init)
+        ? await retried(c, send, input, init, request, budget)
+        : await attempt(c, send, input, init, request, budget);
+  } catch (error) {
+    budget.end();
+    throw error;
+  }
+  const lease = leases.get(response);
+  if (lease === undefined || lease.released) budget.end();
+  else lease.budget = budget;
+  return response;
+}
+
+/** A body given as a stream (or an async iterable) can be sent once only. */
+function replayable(init: RequestInit | undefined): boolean {
+  const body = init?.body as unknown;
+  if (typeof body !== 'object' || body === null) return true;
+  return (
+    typeof (body as ReadableStream).getReader !== 'function' &&
+    typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function'
+  );
+}
+
+/** Attempts under the retry policy; a `Request` with a body is cloned for every attempt. */
+function retried(
+  c: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+  request: LimitFetchRequest,
+  budget: FetchBudget,
+): Promise<Response> {
+  const cloned = isRequestLike(input) && input.body !== null && input.body !== undefined;
+  return (c.retry as NonNullable<LimitFetchConfig['retry']>).run(
+    () => attempt(c, send, cloned ? (input as RequestLike).clone() : input, init, request, budget),
+    {
+      ...(budget.signal === undefined ? {} : { signal: budget.signal }),
+      retryIf: (result) => retryVerdict(c, request, result, budget),
+      discard: (response) => {
+        response.body?.cancel().catch(noop);
+      },
+    },
+  );
+}
+
+/**
+ * Whether to retry: a response classified `dropped` or `failure` (after its valid `Retry-After`,
+ * if any), an error classified `dropped`; never a refusal, the caller's abort or our own timeout.
+ */
+function retryVerdict(
+  c: LimitFetchConfig,
+  request: LimitFetchRequest,
+  result: AttemptResult<Response>,
+  budget: FetchBudget,
+): boolean | number {
+  if (budget.expired || budget.callerSignal?.aborted) return false;
+  if (result.ok) {
+    const outcome = outcomes.get(result.value);
+    if (outcome !== 'dropped' && outcome !== 'failure') return false;
+    return retryAfterMs(result.value) ?? true;
+  }
+  if (isRefusal(result.error)) return false;
+  return errorOutcome(c, request, result.error, budget.callerSignal) === 'dropped';
+}
+
+/** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
+async function attempt(
+  c: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+  request: LimitFetchRequest,
+  budget: FetchBudget,
+): Promise<Response> {
+  if (c.guard !== undefined) return guarded(c, send, input, init, request, budget);
+  const limiter =
+    typeof c.limiter === 'function'
+      ? c.limiter(new URL(request.url).origin, request)
+      : (c.limiter as Limiter);
+  if (limiter === undefined) {
+    return send(input, budget.signal === undefined ? init : { ...init, signal: budget.signal });
+  }
+  const permit = await acquire(limiter, budget);
+  const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
+  if (!x.failed && keepsBody(c, x.response as Response)) {
+    return holdResponse(c, x, budget, (outcome) => releaseAs(permit, outcome));
+  }
+  releaseAs(permit, x.outcome);
+  if (x.failed) throw x.error;
+  return x.response as Response;
+}
+
+/** A permit for the attempt, within what is left of the budget. */
+async function acquire(limiter: Limiter, budget: FetchBudget): Promise<Permit> {
+  const signal = budget.signal;
+  const timeoutMs = budget.remainingMs();
+  if (timeoutMs <= 0) {
+    throw new DOMException('limits: request timed out before it got a permit', 'TimeoutError');
+  }
+  let options: AcquireOptions | undefined;
+  if (signal !== undefined || timeoutMs !== Infinity) {
+    options = {};
+    if (signal !== undefined) options.signal = signal;
+    if (timeoutMs !== Infinity) options.timeoutMs = timeoutMs;
+  }
+  try {
+    return await limiter.acquire(options);
+  } catch (error) {
+    // The caller gave up while queued: its reason, as fetch would reject.
+    if (budget.callerSignal?.aborted) throw budget.callerSignal.reason;
+    throw error;
+  }
+}
+
+/** One guarded attempt: `guard.fire()`; its action sends the request (see {@link GuardedAttempt}). */
+async function guarded(
+  c: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+  request: LimitFetchRequest,
+  budget: FetchBudget,
+): Promise<Response> {
+  const fired = (c.guard as NonNullable<LimitFetchConfig['guard']>).fire(
+    new GuardedAttempt(c, send, input, init, request, budget),
+  );
+  const value = await untilAborted(fired, budget.signal);
+  if (!(value instanceof Exchange)) return asFallbackResponse(value);
+  if (value.failed) throw value.error;
+  return value.response as Response;
+}
+
+/** The guard's action for one attempt. */
+class GuardedAttempt implements FetchAttempt {
+  constructor(
+    readonly c: LimitFetchConfig,
+    readonly send: Send,
+    readonly input: unknown,
+    readonly init: RequestInit | undefined,
+    readonly request: LimitFetchRequest,
+    readonly budget: FetchBudget,
+  ) {}
+
+  async run(ctx: FetchCallContext): Promise<FetchExchange> {
+    const { c, budget } = this;
+    const signal = budget.signal === undefined ? ctx.signal : anySignal(budget.signal, ctx.signal);
+    const x = await exchange(
+      c,
+      this.send,
+      this.input,
+      this.init,
+      this.request,
+      signal,
+      budget.callerSignal,
+    );
+    // Without a body to hold, the guard releases the permit when this settles, with `x.outcome`.
+    if (x.failed || !keepsBody(c, x.response as Response)) return x;
+    const hold = ctx.hold();
+    const response = holdResponse(c, x, budget, (outcome) => hold.release(outcome));
+    return new Exchange(x.outcome, false, response, undefined);
+  }
+}
+
+/**
+ * `promise`, or a rejection with `signal.reason` as soon as the signal aborts (a guarded call queued
+ * for a permit: the guard's queue does not know the caller's signal). An exchange that arrives after
+ * the abort has its body cancelled.
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted && value instanceof Exchange) value.response?.body?.cancel().catch(noop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Whether the permit stays held while `response`'s body streams. */
+function keepsBody(c: LimitFetchConfig, response: Response): boolean {
+  return !c.releaseAtHeaders && response.body !== null && response.body !== undefined;
+}
+
+/** The response handed out, whose body releases `end` when it ends (see {@link BodyLease}). */
+function holdResponse(
+  c: LimitFetchConfig,
+  x: Exchange,
+  budget: FetchBudget,
+  end: (outcome: Outcome) => void,
+): Response {
+  const lease = new BodyLease(x.outcome, budget.callerSignal, end);
+  const held = holdBody(x.response as Response, lease);
+  lease.watch(budget.signal);
+  if (c.bodyTimeoutMs !== Infinity) {
+    lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => budget.abort(reason));
+  }
+  leases.set(held, lease);
+  if (c.retry !== undefined) outcomes.set(held, x.outcome);
+  return held;
+}
+
+function releaseAs(permit: Permit, outcome: Outcome): void {
+  if (outcome === 'success') permit.success();
+  else if (outcome === 'dropped') permit.dropped();
+  else if (outcome === 'failure') permit.failure();
+  else permit.ignore();
+}

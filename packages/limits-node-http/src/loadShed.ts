@@ -1,0 +1,211 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type AcquireOptions,
+  formatValue,
+  type LimitExceededError,
+  type Limiter,
+  type Outcome,
+} from 'limits-core';
+import { classifyStatus } from './classify.js';
+import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './loadShedCall.js';
+import {
+  type FastifyAdmission,
+  FastifyCall,
+  type FastifyReplyLike,
+  type FastifyRequestLike,
+  fastifyPlugin,
+  type LoadShedPlugin,
+} from './loadShedFastify.js';
+import {
+  type LoadShedOptions,
+  type ResolvedShedOptions,
+  resolveShedOptions,
+} from './loadShedOptions.js';
+import { parseTimeoutHeader, writeShed } from './loadShedResponse.js';
+
+/**
+ * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a
+ * Fastify plugin (`fastify`) over the same admission. See {@link loadShed}.
+ */
+export interface LoadShed {
+  /**
+   * The connect/Express middleware: admits the request (at once, or after waiting in the limiter's
+   * queue) and calls `next()`, or answers 503. `next` is required: for a bare node:http server use
+   * {@link LoadShed.wrap}.
+   * @throws TypeError when `next` is not a function.
+   */
+  (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void;
+  /**
+   * A node:http request listener that runs `handler` once the request is admitted, or answers 503.
+   * A handler that throws or rejects gets its permit back as `failure`; the error is not swallowed
+   * (it stays uncaught or unhandled, as without load shedding).
+   */
+  wrap<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
+    handler: (req: Req, res: Res) => unknown,
+  ): (req: Req, res: Res) => void;
+  /** The Fastify 5 plugin: `fastify.register(shed.fastify)` (see {@link LoadShedPlugin}). */
+  readonly fastify: LoadShedPlugin;
+}
+
+/** Admission of requests: where each goes, with what budget, and how a refusal is answered. */
+class Shedder implements ShedHost, FastifyAdmission {
+  readonly onShed: ResolvedShedOptions['onShed'];
+  readonly maxRetryAfterMs: number;
+  readonly #single: Limiter | undefined;
+  readonly #parts = new Map<string, Limiter>();
+  readonly #fallback: Limiter | undefined;
+  readonly #partition: ResolvedShedOptions['partition'];
+  readonly #header: string | undefined;
+  readonly #maxTimeoutMs: number;
+  readonly #classify: ResolvedShedOptions['classify'];
+
+  constructor(o: ResolvedShedOptions) {
+    this.onShed = o.onShed;
+    this.maxRetryAfterMs = o.maxRetryAfterMs;
+    this.#single = o.limiter;
+    if (o.partitioned !== undefined) {
+      for (const name of Object.keys(o.partitioned.ledger().partitions)) {
+        this.#parts.set(name, o.partitioned.partition(name));
+      }
+      this.#fallback = this.#parts.get(o.fallbackPartition);
+    }
+    this.#partition = o.partition;
+    this.#header = o.timeoutHeader;
+    this.#maxTimeoutMs = o.maxTimeoutMs;
+    this.#classify = o.classify;
+  }
+
+  /** Asks the request's limiter for a permit; the call follows the response from then on. */
+  admit(call: ShedCall, route: string | undefined): void {
+    // A client already gone costs nothing: no permit, no answer.
+    if (call.res.destroyed) return;
+    const req = call.req;
+    const limiter = this.#single ?? this.#limiterOf(req, route);
+    const permit = limiter.acquireWith(call, this.#budget(req));
+    // Neither granted nor queued: refused at once, and already answered.
+    if (permit === undefined && call.ticket === undefined) return;
+    call.admitted(permit);
+  }
+
+  admitFastify(request: FastifyRequestLike, reply: FastifyReplyLike, done: () => void): void {
+    this.admit(new FastifyCall(this, reply, request.raw, done), request.routeOptions?.url);
+  }
+
+  shed(req: IncomingMessage, res: ServerResponse, error: LimitExceededError): void {
+    if (this.onShed !== undefined) this.onShed(req, res, error);
+    else writeShed(res, error, this.maxRetryAfterMs);
+  }
+
+  outcome(res: ServerResponse): Outcome {
+    const classify = this.#classify;
+    if (classify !== undefined) {
+      try {
+        const outcome = classify(res);
+        if (
+          outcome === 'success' ||
+          outcome === 'dropped' ||
+          outcome === 'failure' ||
+          outcome === 'ignore'
+        ) {
+          return outcome;
+        }
+      } catch {
+        // Documented: a throwing classify falls back to the default table.
+      }
+    }
+    return classifyStatus(res.statusCode);
+  }
+
+  #limiterOf(req: IncomingMessage, route: string | undefined): Limiter {
+    const name =
+      this.#partition === undefined
+        ? firstSegment(route ?? req.url ?? '')
+        : this.#partition(req, route);
+    return (
+      (typeof name === 'string' ? this.#parts.get(name) : undefined) ?? (this.#fallback as Limiter)
+    );
+  }
+
+  #budget(req: IncomingMessage): AcquireOptions | undefined {
+    if (this.#header === undefined) return undefined;
+    const value = req.headers[this.#header];
+    if (value === undefined) return undefined;
+    const timeoutMs = parseTimeoutHeader(value, this.#maxTimeoutMs);
+    return timeoutMs === undefined ? undefined : { timeoutMs };
+  }
+}
+
+/** `/login/step2?x=1` → `login`; `/` → `""`. */
+function firstSegment(path: string): string {
+  let end = 1;
+  while (end < path.length) {
+    const c = path.charCodeAt(end);
+    if (c === 47 /* / */ || c === 63 /* ? */ || c === 35 /* # */) break;
+    end++;
+  }
+  return path.slice(1, end);
+}
+
+/**
+ * Load shedding at the door of a server: each request takes a permit from `limiter` (waiting in its
+ * bounded queue like any caller) before the application sees it, and gives it back exactly once,
+ * when the response finishes or the client disconnects, whichever comes first. A request the
+ * limiter refuses (queue full, budget it cannot meet, waited too long, limiter closed) gets a 503
+ * with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`, and never reaches the
+ * application. A client that disconnects while queued leaves the queue at once.
+ *
+ * The outcome reported to the limiter measures the server's own latency: a finished response is
+ * `success`, except 429/502/503/504 (`dropped`: the limit backs off) and other 5xx (`failure`: no
+ * sample), unless `classify` says otherwise; a client that disconnected before the response
+ * finished is `ignore`; a `wrap`ped handler that throws or rejects is `failure`.
+ *
+ * One instance serves every framework: call it as Express/connect middleware, `wrap(handler)` for
+ * node:http, or register `fastify` on a Fastify instance. Permits are released on the response's
+ * `close` event, which Node emits both after a response was sent and when the connection closed
+ * first: work the application still does for a client that left no longer counts (and an
+ * application that never ends a response holds its permit until the client gives up).
+ *
+ * @param options - see {@link LoadShedOptions}.
+ * @throws TypeError/RangeError for bad options, naming the option.
+ * @example
+ * ```ts
+ * const shed = loadShed({ limiter: new Limiter({ limit: new VegasLimit(), maxQueued: 100 }) });
+ * app.use(shed);                                  // Express / connect
+ * http.createServer(shed.wrap(handler));          // node:http
+ * await fastify.register(shed.fastify);           // Fastify 5
+ * ```
+ */
+export function loadShed(options: LoadShedOptions): LoadShed {
+  const shedder = new Shedder(resolveShedOptions(options));
+  const middleware = function loadShed(
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: (error?: unknown) => void,
+  ): void {
+    if (typeof next !== 'function') {
+      throw new TypeError(
+        'limits: the loadShed middleware needs next(); for a node:http server use loadShed(options).wrap(handler)',
+      );
+    }
+    shedder.admit(new MiddlewareCall(shedder, req, res, next), undefined);
+  } as LoadShed;
+  const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
+    handler: (req: Req, res: Res) => unknown,
+  ): ((req: Req, res: Res) => void) => {
+    if (typeof handler !== 'function') {
+      throw new TypeError(
+        `limits: loadShed wrap() needs a handler function, got ${formatValue(handler)}`,
+      );
+    }
+    const h = handler as (req: IncomingMessage, res: ServerResponse) => unknown;
+    return function loadShedHandler(req: Req, res: Res): void {
+      shedder.admit(new HandlerCall(shedder, req, res, h), undefined);
+    };
+  };
+  Object.defineProperty(middleware, 'wrap', { value: wrap, enumerable: true });
+  Object.defineProperty(middleware, 'fastify', {
+    value: fastifyPlugin(shedder),
+    enumerable: true,
+  });
+  return middleware;
+}

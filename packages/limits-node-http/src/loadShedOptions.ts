@@ -1,0 +1,194 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  formatValue,
+  type LimitExceededError,
+  type Limiter,
+  type Outcome,
+  type PartitionedLimiter,
+} from 'limits-core';
+
+/**
+ * Options of {@link loadShed}. Every option is checked when `loadShed()` is called: an unknown key is
+ * a TypeError naming the nearest valid one, a wrong type a TypeError, a value out of range a
+ * RangeError, each message naming the option, what it allows and the value given.
+ */
+export interface LoadShedOptions {
+  /**
+   * Where requests are admitted: a `Limiter` (one capacity for every request) or a
+   * `PartitionedLimiter` (one partition per route or per `partition(req)`, each with its reserve).
+   * Requests wait in its queue like any caller (`maxQueued`, `maxQueueWaitMs`, `queueOrder`, …).
+   */
+  limiter: Limiter | PartitionedLimiter;
+  /**
+   * With a `PartitionedLimiter`: the partition of a request, from the request and (Fastify only) its
+   * route pattern (`routeOptions.url`, e.g. `/users/:id`; `undefined` for node:http and Express,
+   * which route after middleware). A name that is not a partition of the limiter (or anything but a
+   * string) goes to `fallbackPartition`: labels stay bounded whatever clients send. A throw
+   * propagates as a throw of your own middleware would.
+   * @default the first segment of the route pattern (Fastify) or of the request path (node:http,
+   *   Express): `/login/step2?x=1` → `login`, `/` → `""`
+   */
+  partition?: (req: IncomingMessage, route: string | undefined) => string | undefined;
+  /**
+   * With a `PartitionedLimiter`: the partition of requests whose name is unknown; must be one of its
+   * partitions.
+   * @default 'default'
+   */
+  fallbackPartition?: string;
+  /**
+   * Request header carrying the caller's remaining time budget in ms, relative (as Envoy's
+   * `x-envoy-expected-rq-timeout-ms`), fed to admission as `timeoutMs`: a request whose budget
+   * cannot be met given the queue ahead is refused at once, and a queued one leaves when it can no
+   * longer make it. Only ASCII digits count (surrounding spaces allowed); anything else (signs,
+   * decimals, units, lists, empty, over 64 characters) is ignored, as if the header were absent;
+   * values over `maxTimeoutMs` (any over 15 digits included) are capped. `false` turns it off. A
+   * lowercase HTTP token.
+   * @default 'x-request-timeout-ms'
+   */
+  timeoutHeader?: string | false;
+  /** Cap on the header's budget, in ms: an integer in [1, 86_400_000]. @default 60_000 */
+  maxTimeoutMs?: number;
+  /**
+   * Cap on the `Retry-After` of a 503, in ms (written in whole seconds): an integer in
+   * [1_000, 86_400_000]. The value is the limiter's `retryAfterMs` rounded up to seconds, at least 1
+   * s (1 s when the limiter has no estimate).
+   * @default 60_000
+   */
+  maxRetryAfterMs?: number;
+  /**
+   * Writes the response of a refused request instead of the default 503 (see {@link
+   * shedResponse}). It must end `res`. With Fastify the reply is hijacked first, so write to `res`
+   * (the raw response) directly. Not called for a client that already disconnected.
+   * @default a 503 with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`
+   */
+  onShed?: (req: IncomingMessage, res: ServerResponse, error: LimitExceededError) => void;
+  /**
+   * Outcome of a response that finished (a client that disconnected first is always `ignore`). Return
+   * `undefined` (or throw) to use the default: 429, 502, 503, 504 → `dropped` (the server is
+   * congested: the limit backs off), other 5xx → `failure` (no latency sample), else `success`.
+   */
+  classify?: (res: ServerResponse) => Outcome | undefined;
+}
+
+/** @internal The checked options. */
+export interface ResolvedShedOptions {
+  limiter: Limiter | undefined;
+  partitioned: PartitionedLimiter | undefined;
+  partition: LoadShedOptions['partition'];
+  fallbackPartition: string;
+  timeoutHeader: string | undefined;
+  maxTimeoutMs: number;
+  maxRetryAfterMs: number;
+  onShed: LoadShedOptions['onShed'];
+  classify: LoadShedOptions['classify'];
+}
+
+const KEYS = [
+  'limiter',
+  'partition',
+  'fallbackPartition',
+  'timeoutHeader',
+  'maxTimeoutMs',
+  'maxRetryAfterMs',
+  'onShed',
+  'classify',
+] as const;
+
+/** An HTTP header name as Node stores it: a lowercase token (RFC 9110). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+const DAY_MS = 86_400_000;
+
+function isLimiter(value: object): value is Limiter {
+  return typeof (value as Limiter).acquireWith === 'function';
+}
+
+function isPartitioned(value: object): value is PartitionedLimiter {
+  const p = value as PartitionedLimiter;
+  return typeof p.partition === 'function' && typeof p.ledger === 'function';
+}
+
+/**
+ * @internal Checks every option of {@link loadShed} before anything is built.
+ * @throws TypeError/RangeError naming the option.
+ */
+export function resolveShedOptions(options: LoadShedOptions): ResolvedShedOptions {
+  if (options === undefined) {
+    throw new TypeError('limits: loadShed options must be an object with "limiter", got undefined');
+  }
+  checkKeys('loadShed', options, KEYS);
+  const source = options.limiter as unknown;
+  if (
+    source === null ||
+    typeof source !== 'object' ||
+    !(isLimiter(source) || isPartitioned(source))
+  ) {
+    throw new TypeError(
+      `limits: option "limiter" must be a Limiter or a PartitionedLimiter, got ${formatValue(source)}`,
+    );
+  }
+  const partitioned = isLimiter(source) ? undefined : (source as PartitionedLimiter);
+  const partition = checkFunction<LoadShedOptions['partition']>('partition', options.partition);
+  if (partitioned === undefined && partition !== undefined) {
+    throw new TypeError(
+      'limits: option "partition" needs a PartitionedLimiter as "limiter", got a Limiter',
+    );
+  }
+  const fallback = options.fallbackPartition as unknown;
+  if (fallback !== undefined && typeof fallback !== 'string') {
+    throw new TypeError(
+      `limits: option "fallbackPartition" must be a string, got ${formatValue(fallback)}`,
+    );
+  }
+  if (partitioned === undefined && fallback !== undefined) {
+    throw new TypeError(
+      'limits: option "fallbackPartition" needs a PartitionedLimiter as "limiter", got a Limiter',
+    );
+  }
+  const fallbackPartition = fallback ?? 'default';
+  if (partitioned !== undefined) {
+    const names = Object.keys(partitioned.ledger().partitions);
+    if (!names.includes(fallbackPartition)) {
+      throw new RangeError(
+        `limits: option "fallbackPartition" must name a partition of "limiter" (${names.join(', ')}), got ${formatValue(fallbackPartition)}${fallback === undefined ? ' (the default)' : ''}`,
+      );
+    }
+  }
+  return {
+    limiter: partitioned === undefined ? (source as Limiter) : undefined,
+    partitioned,
+    partition,
+    fallbackPartition,
+    timeoutHeader: checkHeader(options.timeoutHeader),
+    maxTimeoutMs: checkNumber('maxTimeoutMs', options.maxTimeoutMs, 60_000, {
+      min: 1,
+      max: DAY_MS,
+      integer: true,
+    }),
+    maxRetryAfterMs: checkNumber('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, {
+      min: 1000,
+      max: DAY_MS,
+      integer: true,
+    }),
+    onShed: checkFunction<LoadShedOptions['onShed']>('onShed', options.onShed),
+    classify: checkFunction<LoadShedOptions['classify']>('classify', options.classify),
+  };
+}
+
+function checkHeader(value: unknown): string | undefined {
+  if (value === undefined) return 'x-request-timeout-ms';
+  if (value === false) return undefined;
+  if (typeof value !== 'string') {
+    throw new TypeError(
+      `limits: option "timeoutHeader" must be a header name or false, got ${formatValue(value)}`,
+    );
+  }
+  if (!HEADER_NAME.test(value)) {
+    throw new RangeError(
+      `limits: option "timeoutHeader" must be a lowercase HTTP header name, got ${formatValue(value)}`,
+    );
+  }
+  return value;
+}

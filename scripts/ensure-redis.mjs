@@ -1,0 +1,46 @@
+// Makes sure `redis-server` and `redis-cli` are on PATH before limits-redis's tests run (they start a
+// real Redis on a loopback port). On a fresh Debian/Ubuntu machine run as root (a CI image), installs
+// the `redis-server` Debian package (which brings redis-cli); anywhere else prints what to install and
+// exits non-zero, so the test command fails with a clear message instead of a spawn error.
+//
+//   node scripts/ensure-redis.mjs
+//   LIMITS_REDIS_NO_INSTALL=1 node scripts/ensure-redis.mjs   only check, never install
+import { execFileSync, spawnSync } from 'node:child_process';
+
+/** True when `cmd` runs (`--version` exits 0). */
+function has(cmd) {
+  const r = spawnSync(cmd, ['--version'], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+if (has('redis-server') && has('redis-cli')) process.exit(0);
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
+if (isRoot && hasApt && !process.env.LIMITS_REDIS_NO_INSTALL) {
+  console.log('ensure-redis: redis-server is missing; installing the Debian package redis-server');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  try {
+    execFileSync('apt-get', ['update'], { stdio: 'inherit', env });
+    execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'redis-server'], {
+      stdio: 'inherit',
+      env,
+    });
+  } catch (err) {
+    console.error(`ensure-redis: apt-get failed (${err.message})`);
+    process.exit(1);
+  }
+  if (has('redis-server') && has('redis-cli')) process.exit(0);
+  console.error('ensure-redis: redis-server was installed but is still not on PATH');
+  process.exit(1);
+}
+
+console.error(
+  [
+    'ensure-redis: limits-redis tests need `redis-server` and `redis-cli` (Redis 6.2 or later) on PATH.',
+    '  Debian/Ubuntu: sudo apt-get install -y redis-server',
+    '  macOS:         brew install redis',
+    '  (run as root on a Debian-based CI image and this script installs it itself)',
+  ].join('\n'),
+);
+process.exit(1);
