@@ -16,7 +16,10 @@ test('with partitions /login is always answered while /recommendations is shed, 
   let current;
   for (const line of run.stdout.split('\n')) {
     const header = line.match(/^(one limiter|partitions): /);
-    if (header) runs[(current = header[1])] = {};
+    if (header) {
+      current = header[1];
+      runs[current] = {};
+    }
     const m = line.match(LINE);
     if (m) {
       const [, route, total, ok, median, p99, shed, retryAfter, body] = m;
