@@ -187,6 +187,15 @@ describe('renderTimelineSvg', () => {
     expect(svg).toContain('S1 &quot;spike&quot;');
   });
 
+  test('the same mark recorded apart by two series is shaded twice and labelled once', () => {
+    const a = recorded('a', [1, 2, 3]);
+    const b = recorded('b', [1, 2, 3]);
+    b.timeline.marks = [{ label: 'spike', fromMs: 110, toMs: 310 }];
+    const svg = renderTimelineSvg([a, b]);
+    expect(parseSvg(svg).filter((e) => e.attrs.class === 'mark')).toHaveLength(2);
+    expect(svg.match(/>spike<\/text>/g)).toHaveLength(1);
+  });
+
   test('the limit line goes through the recorded limits, scaled into the panel', () => {
     const svg = renderTimelineSvg([recorded('a', [10, 20, 10, 20])], { panelHeight: 100 });
     const limitPath = parseSvg(svg).find((e) => e.attrs.class === 'series')?.attrs.d ?? '';

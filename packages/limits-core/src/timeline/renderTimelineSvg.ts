@@ -94,7 +94,10 @@ export function renderTimelineSvg(
   }
 
   // Shaded marks, across every panel.
+  // One shaded span per distinct mark; its label once (series recorded apart mark the same event at
+  // slightly different times).
   const seen = new Set<string>();
+  const labelled = new Set<string>();
   for (const s of series) {
     for (const m of s.timeline.marks) {
       const key = `${m.label}:${m.fromMs}:${m.toMs}`;
@@ -103,7 +106,11 @@ export function renderTimelineSvg(
       const x0 = x(m.fromMs);
       const w = Math.max(1, x(m.toMs) - x0);
       out.push(
-        `<rect class="mark" x="${n(x0)}" y="${top}" width="${n(w)}" height="${n(panels * (panelHeight + GAP) - GAP)}" fill="#999999" fill-opacity="0.15"><title>${escapeXml(m.label)}</title></rect>`,
+        `<rect class="mark" x="${n(x0)}" y="${top}" width="${n(w)}" height="${n(panels * (panelHeight + GAP) - GAP)}" fill="#999999" fill-opacity="${(0.15 / Math.max(1, series.length)).toFixed(3)}"><title>${escapeXml(m.label)}</title></rect>`,
+      );
+      if (labelled.has(m.label)) continue;
+      labelled.add(m.label);
+      out.push(
         `<text x="${n(x0 + 3)}" y="${top + 11}" fill="#666666">${escapeXml(m.label)}</text>`,
       );
     }
