@@ -233,6 +233,40 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(server.count).toBe(1);
   });
 
+  test("a fallback's streamed body follows the caller: destroying it cancels the Response body", async () => {
+    let cancelled: unknown;
+    let pulls = 0;
+    const { g } = breaker({
+      ...opensAtOnce,
+      fallback: () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(controller) {
+              pulls++;
+              controller.enqueue(new Uint8Array(64 * 1024));
+            },
+            cancel(reason) {
+              cancelled = reason;
+            },
+          }),
+        ),
+    });
+    const dispatcher = agentWith({ guard: g });
+    await get(dispatcher, '/status/503');
+    const res = await undici.request(`${server.origin}/endless`, { dispatcher });
+    expect(res.statusCode).toBe(200);
+    // Nobody reads: the caller's body pauses the reply, which stops pulling.
+    await until(() => pulls > 0, 'the reply pulled a first chunk');
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    const paused = pulls;
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(pulls).toBe(paused);
+    expect(pulls).toBeLessThan(100);
+    res.body.destroy(new Error('enough'));
+    await until(() => cancelled !== undefined, 'the Response body was cancelled');
+    expect(server.count).toBe(1);
+  });
+
   test('timeoutMs aborts a guarded request with a TimeoutError, a breaker failure released as dropped', async () => {
     const { g, limiter } = breaker({ volumeThreshold: 10 });
     const clock = new ManualClock();
