@@ -127,7 +127,8 @@ export class FallbackReply implements DispatchController {
     if (this.#reason !== null || this.#ended) return;
     this.#reason = reason;
     this.#bytes = undefined;
-    this.#reader?.cancel(reason).catch(() => {});
+    // (A body never played is cancelled too: its source, e.g. a cache stream, is let go.)
+    (this.#reader ?? this.#stream)?.cancel(reason).catch(() => {});
     this.#handler?.onResponseError?.(this.#controller, reason);
   }
 

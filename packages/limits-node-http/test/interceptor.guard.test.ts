@@ -224,13 +224,75 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
       { status: 206 },
     );
     expect(await get(dispatcher, '/b')).toMatchObject({ statusCode: 206, text: 'one;two;three' });
+    answer = { statusCode: 200, body: new Uint8Array([104, 105]) };
+    expect(await get(dispatcher, '/bytes')).toMatchObject({ statusCode: 200, text: 'hi' });
+    answer = { statusCode: 204 };
+    expect(await get(dispatcher, '/empty')).toMatchObject({ statusCode: 204, text: '' });
     answer = { statusCode: 99 };
     await expect(undici.request(`${server.origin}/c`, { dispatcher })).rejects.toThrow(
       /fallback for limitInterceptor must return a Response or \{ statusCode/,
     );
-    answer = 'nope';
-    await expect(undici.request(`${server.origin}/d`, { dispatcher })).rejects.toThrow(TypeError);
+    for (const bad of ['nope', { statusCode: 200, body: 42 }, { statusCode: 200, headers: 'x' }]) {
+      answer = bad;
+      await expect(undici.request(`${server.origin}/d`, { dispatcher })).rejects.toThrow(TypeError);
+    }
     expect(server.count).toBe(1);
+  });
+
+  test("a fallback Response whose body errors fails the caller's body with that error", async () => {
+    const { g } = breaker({
+      ...opensAtOnce,
+      fallback: () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode('part;'));
+            },
+            pull(controller) {
+              controller.error(new Error('cache read failed'));
+            },
+          }),
+        ),
+    });
+    const dispatcher = agentWith({ guard: g });
+    await get(dispatcher, '/status/503');
+    const res = await undici.request(`${server.origin}/x`, { dispatcher });
+    await expect(res.body.text()).rejects.toThrow('cache read failed');
+  });
+
+  test('a fallback that comes after the caller gave up is dropped and its body cancelled', async () => {
+    const clock = new ManualClock();
+    let cancelled = false;
+    const { g, limiter } = breaker(
+      {
+        timeoutMs: 200,
+        clock,
+        fallback: () =>
+          new Response(
+            new ReadableStream({
+              cancel() {
+                cancelled = true;
+              },
+            }),
+          ),
+      },
+      1,
+    );
+    const dispatcher = agentWith({ guard: g });
+    const held = await limiter.acquire();
+    const controller = new AbortController();
+    const pending = undici
+      .request(`${server.origin}/status/200`, { dispatcher, signal: controller.signal })
+      .catch((e: unknown) => e);
+    await until(() => limiter.queued === 1, 'the request waits for a permit');
+    controller.abort(new Error('gone'));
+    expect(await pending).toMatchObject({ message: 'gone' });
+    // The guard's own budget runs out while the call still waits: its fallback finds nobody.
+    clock.advance(200);
+    await until(() => cancelled, "the fallback's body was cancelled");
+    expect(limiter.queued).toBe(0);
+    held.success();
+    expect(server.count).toBe(0);
   });
 
   test("a fallback's streamed body follows the caller: destroying it cancels the Response body", async () => {
@@ -346,6 +408,19 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(limiter.inflight).toBe(0);
     await expect(text).rejects.toMatchObject({ code: 'SHUTDOWN' });
     expect(outcomes).toEqual(['ignore']);
+  });
+
+  test('shutdown answers a request still waiting for its headers with the SHUTDOWN error', async () => {
+    const { g, limiter } = breaker();
+    const dispatcher = agentWith({ guard: g });
+    const pending = undici
+      .request(`${server.origin}/hang`, { dispatcher })
+      .catch((e: unknown) => e);
+    await server.received(1);
+    expect(limiter.inflight).toBe(1);
+    await g.shutdown();
+    expect(await pending).toMatchObject({ code: 'SHUTDOWN' });
+    expect(limiter.inflight).toBe(0);
   });
 
   test('a circuit refusal is never retried; a retried 503 that opens the circuit ends with CircuitOpenError', async () => {
