@@ -332,21 +332,16 @@ export class LimitHandler
     if (this.#done || (this.#permit === undefined && !(this.#ticket instanceof GuardCall))) return;
     const { timeoutMs, bodyTimeoutMs } = this.#config;
     const request = `${this.#opts.method} ${this.#origin}${this.#opts.path}`;
-    let error: DOMException;
-    if (this.#bodyDeadline < this.#deadline) {
-      error = new DOMException(
-        `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`,
-        'TimeoutError',
-      );
-      // A body the caller stopped reading (undici paused for it) says nothing about the
-      // downstream; one the downstream sends too slowly is congestion.
-      if (this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
-    } else {
-      error = new DOMException(
-        `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
-        'TimeoutError',
-      );
-    }
+    const body = this.#bodyDeadline < this.#deadline;
+    const error = new DOMException(
+      body
+        ? `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`
+        : `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
+      'TimeoutError',
+    );
+    // A body the caller stopped reading (undici paused for it) says nothing about the downstream;
+    // one the downstream sends too slowly is congestion.
+    if (body && this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
     this.#timeout = error;
     if (this.#permit === undefined) {
       // Still waiting for a guard's permit: answered now, and never sent when its turn comes.
