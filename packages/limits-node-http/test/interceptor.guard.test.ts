@@ -1,7 +1,12 @@
 import { type Guard, type GuardOptions, guard } from 'limits-breaker';
 import { Limiter, type Outcome, RetryPolicy } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { fetchGuard, type LimitInterceptorOptions, limitInterceptor } from '../src/index.js';
+import {
+  fetchGuard,
+  type LimitInterceptorOptions,
+  limitFetch,
+  limitInterceptor,
+} from '../src/index.js';
 import {
   ManualClock,
   startServer,
@@ -156,6 +161,18 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
       undici.request(`${server.origin}/status/200`, { dispatcher }),
     ).rejects.toMatchObject({ code: 'CIRCUIT_OPEN' });
     expect(server.count).toBe(2);
+  });
+
+  test('one fetchGuard serves limitFetch and limitInterceptor: failures through fetch open the circuit for undici', async () => {
+    const { g } = breaker(opensAtOnce);
+    const api = limitFetch(fetch, { guard: g });
+    await (await api(`${server.origin}/status/502`)).text();
+    expect(g.state).toBe('OPEN');
+    const dispatcher = agentWith({ guard: g });
+    await expect(
+      undici.request(`${server.origin}/status/200`, { dispatcher }),
+    ).rejects.toMatchObject({ code: 'CIRCUIT_OPEN' });
+    expect(server.count).toBe(1);
   });
 
   test('the breaker is judged when the headers arrive while the body holds the permit', async () => {
