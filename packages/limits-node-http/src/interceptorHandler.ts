@@ -210,7 +210,8 @@ export class LimitHandler
 
   onRequestStart(controller: DispatchController, context: unknown): void {
     this.#connection = controller;
-    this.#controller.target = controller;
+    // (A guard fallback already playing keeps the caller's controller: this request is aborted.)
+    if (this.#reply === undefined) this.#controller.target = controller;
     const stop = this.#timeout ?? this.#callerAbort ?? this.#guardAbort;
     if (stop !== undefined) {
       controller.abort(stop);

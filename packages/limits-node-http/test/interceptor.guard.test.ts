@@ -397,6 +397,31 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(outcomes).toEqual(['dropped']);
   });
 
+  test("the guard's own timeoutMs answers a request undici still queues for a connection with the fallback; it is never sent", async () => {
+    const clock = new ManualClock();
+    const { g, limiter } = breaker({
+      timeoutMs: 200,
+      clock,
+      volumeThreshold: 10,
+      fallback: () => ({ statusCode: 200, body: 'fallback' }),
+    });
+    const agent = new undici.Agent({ connections: 1 });
+    agents.push(agent);
+    // The agent's one connection is busy with an unguarded request the server holds.
+    const first = agent.request({ origin: server.origin, path: '/hang', method: 'GET' });
+    await server.received(1);
+    const dispatcher = agent.compose(limitInterceptor({ guard: g }));
+    const second = get(dispatcher, '/status/200');
+    await until(() => limiter.inflight === 1, 'the guarded request is dispatched');
+    clock.advance(200);
+    expect(await second).toMatchObject({ statusCode: 200, text: 'fallback' });
+    server.held[0]?.end('done');
+    expect(await (await first).body.text()).toBe('done');
+    await until(() => limiter.inflight === 0, 'the queued request was aborted at its turn');
+    expect(server.count).toBe(1);
+    expect(outcomes).toEqual(['dropped']);
+  });
+
   test("the caller's abort while queued for the guard's permit answers at once; the request is never sent", async () => {
     const { g, limiter } = breaker({}, 1);
     const dispatcher = agentWith({ guard: g });
