@@ -11,30 +11,47 @@ export interface FetchCallContext {
 }
 
 /**
- * @internal One attempt of a `limitFetch` call, as the guard's action gets it: `run` sends the
- * request under the call's signal and `ctx.signal`, and holds the permit while the body streams.
+ * @internal How one attempt through the guard ended, as the guard's `classify` reads it: the
+ * attempt's outcome (an attempt never rejects; a failed request is an attempt with its outcome).
  */
-export interface FetchAttempt {
+export interface GuardExchange {
+  readonly outcome: Outcome;
+}
+
+/**
+ * @internal One attempt of a `limitFetch` call or of a `limitInterceptor` request, as the guard's
+ * action gets it: `run` sends the request under `ctx.signal` and resolves when its headers arrive
+ * (or it failed), holding the permit (`ctx.hold()`) while the body streams.
+ */
+export interface GuardAttempt {
+  run(ctx: FetchCallContext): Promise<GuardExchange>;
+}
+
+/** @internal One attempt of a `limitFetch` call: `run` also sends under the call's signal. */
+export interface FetchAttempt extends GuardAttempt {
   run(ctx: FetchCallContext): Promise<FetchExchange>;
 }
 
-/** @internal How an attempt ended: with a response, or with an error (`failed`). */
-export interface FetchExchange {
-  readonly outcome: Outcome;
+/** @internal How a `limitFetch` attempt ended: with a response, or with an error (`failed`). */
+export interface FetchExchange extends GuardExchange {
   readonly failed: boolean;
   readonly response: Response | undefined;
   readonly error: unknown;
 }
 
-/** The action {@link fetchGuard} gives `guard()`: one attempt of a `limitFetch` call. */
-export type FetchAction = (ctx: FetchCallContext, attempt: FetchAttempt) => Promise<FetchExchange>;
+/**
+ * The action {@link fetchGuard} gives `guard()`: one attempt of a `limitFetch` call or of a
+ * `limitInterceptor` request.
+ */
+export type FetchAction = (ctx: FetchCallContext, attempt: GuardAttempt) => Promise<GuardExchange>;
 
 /**
- * A limits-breaker guard made by {@link fetchGuard}, for `limitFetch`'s `guard` option (what
- * `limitFetch` uses of it; the value is the full limits-breaker `Guard`).
+ * A limits-breaker guard made by {@link fetchGuard}, for the `guard` option of `limitFetch` and of
+ * `limitInterceptor` (what they use of it; the value is the full limits-breaker `Guard`). One guard
+ * may serve both.
  */
 export interface LimitFetchGuard {
-  fire(attempt: FetchAttempt): Promise<unknown>;
+  fire(attempt: GuardAttempt): Promise<unknown>;
 }
 
 /**
@@ -45,9 +62,11 @@ export interface LimitFetchGuard {
 export type GuardFunction = (action: FetchAction, options?: any) => LimitFetchGuard;
 
 /**
- * Options of {@link fetchGuard}: limits-breaker's `GuardOptions` without `classify` (`limitFetch`
- * classifies). `timeoutMs` defaults to `false` here: `limitFetch`'s own `timeoutMs` is the budget
- * (it covers the body too). A `fallback` must return a `Response` (e.g. from a cache).
+ * Options of {@link fetchGuard}: limits-breaker's `GuardOptions` without `classify` (`limitFetch` and
+ * `limitInterceptor` classify). `timeoutMs` defaults to `false` here: the `timeoutMs` of
+ * `limitFetch` / `limitInterceptor` is the budget (it covers the queue wait and the body too). A
+ * `fallback` must return a `Response` (e.g. from a cache); for `limitInterceptor` it may also return
+ * `{ statusCode, headers?, body? }` (see its `guard` option).
  */
 export type FetchGuardOptions<O> = Omit<O, 'classify'>;
 
@@ -59,17 +78,18 @@ export function isFetchGuard(value: unknown): value is LimitFetchGuard {
 }
 
 /** The guard's action: one attempt. */
-function fetchAction(ctx: FetchCallContext, attempt: FetchAttempt): Promise<FetchExchange> {
+function fetchAction(ctx: FetchCallContext, attempt: GuardAttempt): Promise<GuardExchange> {
   return attempt.run(ctx);
 }
 
 /** The guard's `classify`: the attempt's outcome (an attempt never rejects). */
 function classifyExchange(error: unknown, value: unknown): Outcome | undefined {
-  return error === undefined ? (value as FetchExchange).outcome : undefined;
+  return error === undefined ? (value as GuardExchange).outcome : undefined;
 }
 
 /**
- * Builds a limits-breaker guard (circuit breaker over a limiter) for `limitFetch({ guard })`. Pass
+ * Builds a limits-breaker guard (circuit breaker over a limiter) for `limitFetch({ guard })` and
+ * `limitInterceptor({ guard })` (one builder for both; one guard may serve both). Pass
  * limits-breaker's `guard` function itself: limits-node-http does not import limits-breaker (an
  * optional peer dependency). Keep the guard to read its `state`, `stats()` and events, and to
  * `shutdown()` it.
@@ -86,6 +106,7 @@ function classifyExchange(error: unknown, value: unknown): Outcome | undefined {
  * import { guard } from 'limits-breaker';
  * const breaker = fetchGuard(guard, { probeSlots: 2, resetTimeout: 5_000 });
  * const api = limitFetch(fetch, { guard: breaker, timeoutMs: 2_000 });
+ * const agent = new Agent().compose(limitInterceptor({ guard: breaker, timeoutMs: 2_000 }));
  * ```
  */
 export function fetchGuard<F extends GuardFunction>(
@@ -100,7 +121,7 @@ export function fetchGuard<F extends GuardFunction>(
   checkObject('options', options);
   if ((options as { classify?: unknown } | undefined)?.classify !== undefined) {
     throw new TypeError(
-      'limits: fetchGuard sets the guard\'s "classify" itself; pass "classify" to limitFetch instead',
+      'limits: fetchGuard sets the guard\'s "classify" itself; pass "classify" to limitFetch or limitInterceptor instead',
     );
   }
   const g = guardFn(fetchAction, {

@@ -20,6 +20,7 @@ export {
   type LimitFetchGuard,
 } from './fetchGuard.js';
 export { limitInterceptor } from './interceptor.js';
+export type { InterceptorFallbackResponse } from './interceptorFallback.js';
 export type {
   InterceptedCall,
   InterceptedRequest,

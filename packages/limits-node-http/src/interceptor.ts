@@ -1,7 +1,12 @@
 import type { Limiter } from 'limits-core';
 import { LimitHandler } from './interceptorHandler.js';
 import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
-import { type LimitInterceptorOptions, resolveInterceptorOptions } from './interceptorOptions.js';
+import {
+  type InterceptorConfig,
+  type LimiterSource,
+  type LimitInterceptorOptions,
+  resolveInterceptorOptions,
+} from './interceptorOptions.js';
 import { isReplayable, RetryingHandler } from './interceptorRetry.js';
 import type {
   Dispatch,
@@ -22,15 +27,21 @@ import type {
  * With `retry` (a limits-core `RetryPolicy`), failed attempts are retried under its budget, each
  * attempt with a permit of its own; the caller sees the final attempt.
  *
+ * With `guard` (a limits-breaker guard made by `fetchGuard`, the one `limitFetch` takes) instead of
+ * `limiter`, each request is one `guard.fire()`: an OPEN circuit answers with `CircuitOpenError`
+ * without touching the network, the breaker is judged at the headers, the permit is held until the
+ * body ends, and a guard `fallback` may answer the request (see {@link LimitInterceptorOptions.guard}).
+ *
  * Order in `compose`: interceptors listed earlier sit closer to the network, so
  * `agent.compose(limitInterceptor(…), interceptors.redirect())` takes one permit per redirect hop,
  * while listing `limitInterceptor` last takes one permit for the whole chain.
  *
- * @param options - the limiter (or one per origin), `classify`, `timeoutMs`, `bodyTimeoutMs`,
+ * @param options - the limiter (or one per origin) or a guard, `classify`, `timeoutMs`, `bodyTimeoutMs`,
  *   `release`, `onRetryAfter`, `retry`, `retryable`, `maxOrigins`, `clock`; see
  *   {@link LimitInterceptorOptions}.
  * @returns an interceptor `(dispatch) => dispatch`.
- * @throws TypeError for a missing limiter or a wrong type; RangeError for a value out of range.
+ * @throws TypeError for a missing limiter (without a guard), both, or a wrong type; RangeError for a
+ *   value out of range.
  * @example
  * ```ts
  * import { Agent, request } from 'undici';
@@ -41,12 +52,26 @@ import type {
  * const agent = new Agent().compose(limitInterceptor({ limiter, timeoutMs: 2_000 }));
  * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
  * const items = await body.json(); // the permit goes back when the body has been read
+ *
+ * // or under a circuit breaker (limits-breaker), with a cached answer while it is open:
+ * const breaker = fetchGuard(guard, { limiter, fallback: () => new Response('[]') });
+ * const guarded = new Agent().compose(limitInterceptor({ guard: breaker, timeoutMs: 2_000 }));
  * ```
  */
 export function limitInterceptor(options: LimitInterceptorOptions): DispatchInterceptor {
   const config = resolveInterceptorOptions(options);
-  const limiters = originLimiters(config.limiter, config.maxOrigins);
   const retry = config.retry;
+  const guard = config.guard;
+  if (guard !== undefined) {
+    return (dispatch: Dispatch): Dispatch =>
+      function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
+        const origin = originOf(opts.origin);
+        if (retry !== undefined && retries(config, opts, origin))
+          return new RetryingHandler(config, retry, dispatch, opts, handler, origin, guard).start();
+        return new LimitHandler(config, dispatch, opts, handler, origin).startGuarded(guard);
+      };
+  }
+  const limiters = originLimiters(config.limiter as LimiterSource, config.maxOrigins);
   return (dispatch: Dispatch): Dispatch =>
     function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
       const origin = originOf(opts.origin);
@@ -59,14 +84,15 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
         }
         if (limiter === undefined) return dispatch(opts, handler);
       } else limiter = limiters;
-      if (
-        retry !== undefined &&
-        isReplayable(opts) &&
-        config.retryable({ method: opts.method, url: origin + opts.path })
-      )
+      if (retry !== undefined && retries(config, opts, origin))
         return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
       return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);
     };
+}
+
+/** Whether the request may be retried: `retryable` says yes and its body can be sent again. */
+function retries(config: InterceptorConfig, opts: DispatchOptions, origin: string): boolean {
+  return isReplayable(opts) && config.retryable({ method: opts.method, url: origin + opts.path });
 }
 
 function originOf(origin: string | URL | undefined): string {

@@ -37,6 +37,11 @@ export class LimitController implements DispatchController {
     return this.#paused || (this.#target?.paused ?? false);
   }
 
+  /** Whether the response is a guard fallback's answer (see `FallbackReply`). */
+  get fallback(): boolean {
+    return (this.#target as { fallback?: unknown } | undefined)?.fallback === true;
+  }
+
   /** The caller paused (a pause of the connection's own controller aside). */
   get pausedByCaller(): boolean {
     return this.#paused;

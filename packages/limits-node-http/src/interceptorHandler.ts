@@ -6,9 +6,12 @@ import type {
   PermitRequest,
   QueueTicket,
 } from 'limits-core';
+import type { LimitFetchGuard } from './fetchGuard.js';
 import { type CallerAbortTarget, LimitController } from './interceptorController.js';
+import { FallbackReply } from './interceptorFallback.js';
+import { GuardCall, type GuardCallOwner } from './interceptorGuard.js';
 import type { InterceptorConfig } from './interceptorOptions.js';
-import { decideOutcome } from './interceptorOutcome.js';
+import { decideOutcome, reportRetryAfter } from './interceptorOutcome.js';
 import type {
   Dispatch,
   DispatchController,
@@ -16,7 +19,6 @@ import type {
   DispatchOptions,
   InterceptorHeaders,
 } from './interceptorTypes.js';
-import { parseRetryAfter } from './retryAfter.js';
 
 /**
  * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and
@@ -29,16 +31,22 @@ import { parseRetryAfter } from './retryAfter.js';
  * (`#connection` set), response started (`#statusCode` ≥ 200), and `#done` once the caller got its
  * final callback. The permit can outlive `#done`: a request the time budget answered early keeps
  * its permit until undici reports that it really ended.
+ *
+ * With a `guard` (`startGuarded`), a {@link GuardCall} is both the queue ticket and the permit: the
+ * guard's action dispatches through `granted`, the breaker is judged at the headers, and a
+ * fallback's answer is played to this handler by a {@link FallbackReply} standing in for undici.
  */
-export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbortTarget {
+export class LimitHandler
+  implements DispatchHandler, PermitRequest, CallerAbortTarget, GuardCallOwner
+{
   readonly #config: InterceptorConfig;
   readonly #dispatch: Dispatch;
   readonly #opts: DispatchOptions;
   readonly #handler: DispatchHandler;
   readonly #origin: string;
   readonly #controller: LimitController;
-  #permit: Permit | undefined = undefined;
-  #ticket: QueueTicket | undefined = undefined;
+  #permit: Permit | GuardCall | undefined = undefined;
+  #ticket: QueueTicket | GuardCall | undefined = undefined;
   #connection: DispatchController | undefined = undefined;
   #deadline = Infinity;
   /** When the body must have ended (`bodyTimeoutMs` after the headers), when earlier than `#deadline`. */
@@ -55,6 +63,10 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
   #callerAbort: Error | undefined = undefined;
   #timeout: Error | undefined = undefined;
   #timeoutOutcome: Outcome = 'dropped';
+  /** Why the guard aborted the running request (its timeout, its shutdown): it answers the caller. */
+  #guardAbort: Error | undefined = undefined;
+  /** A guard fallback's answer, playing to the caller. */
+  #reply: FallbackReply | undefined = undefined;
 
   constructor(
     config: InterceptorConfig,
@@ -94,6 +106,60 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
     return true;
   }
 
+  /**
+   * Fires `guard` for the request, dispatched when the guard's action runs; while it waits, the
+   * caller's abort or the time budget (running from now) answers the caller at once.
+   * @param deadline - as for {@link start}. @returns `true` (undici's "not busy").
+   */
+  startGuarded(guard: LimitFetchGuard, deadline?: number): boolean {
+    const { clock, timeoutMs } = this.#config;
+    this.#deadline = deadline ?? (timeoutMs === Infinity ? Infinity : clock.now() + timeoutMs);
+    if (this.#deadline !== Infinity) {
+      const left = Math.max(0, this.#deadline - clock.now());
+      this.#timer = clock.setTimeout(() => this.#onTimeout(), left);
+    }
+    const call = new GuardCall(this);
+    this.#ticket = call;
+    call.fire(guard);
+    // Still waiting for the guard (the action did not run): the caller's controller now.
+    if (this.#ticket !== undefined && !this.#done) this.#startCaller(null);
+    return true;
+  }
+
+  /** @internal The guard answered with its fallback's value: played to the caller as a response. */
+  fallback(value: unknown): void {
+    this.#ticket = undefined;
+    let reply: FallbackReply;
+    try {
+      reply = new FallbackReply(value);
+    } catch (error) {
+      this.#finish(error as Error);
+      return;
+    }
+    if (this.#done) {
+      reply.abort(new DOMException('limits: the caller was answered already', 'AbortError'));
+      return;
+    }
+    // The caller belongs to the reply now (a late callback of the request is not passed on).
+    this.#clearTimer();
+    this.#done = true;
+    this.#reply = reply;
+    this.#controller.target = reply;
+    reply.play(this.#handler, this.#controller, !this.#started);
+  }
+
+  /** @internal The guard answered with the action's settlement (a guard abort reaches the caller). */
+  settled(): void {
+    if (this.#guardAbort !== undefined && this.#statusCode === 0) this.#finish(this.#guardAbort);
+  }
+
+  /** @internal The guard aborted the running request (its `timeoutMs`, or `shutdown()`). */
+  guardAborted(reason: Error): void {
+    if (this.#done) return;
+    this.#guardAbort = reason;
+    this.#connection?.abort(reason);
+  }
+
   /** Answers the caller with `error` without sending anything (the request was not admitted). */
   fail(error: Error): boolean {
     this.#finish(error);
@@ -107,15 +173,19 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
     this.#ticket = ticket;
   }
 
-  /** @internal The limiter granted the queued request: dispatch it now. */
-  granted(permit: Permit): void {
+  /** @internal The limiter (or the guard's action) granted the queued request: dispatch it now. */
+  granted(permit: Permit | GuardCall): void {
     this.#ticket = undefined;
     this.#send(permit);
   }
 
-  /** @internal The limiter refused the request (at admission or while queued): it is never sent. */
-  refused(error: LimitExceededError): void {
+  /**
+   * @internal The limiter refused the request (at admission or while queued), or the guard did (a
+   * `CircuitOpenError`, …), or its wait was cancelled: it is never sent.
+   */
+  refused(error: LimitExceededError | Error): void {
     this.#ticket = undefined;
+    this.#clearTimer();
     // A refusal because the caller aborted answers with the caller's own reason, as undici does.
     this.#finish(this.#callerAbort ?? error);
   }
@@ -124,6 +194,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
 
   /** @internal */
   callerAborted(reason: Error): void {
+    this.#reply?.abort(reason);
     if (this.#done) return;
     this.#callerAbort = reason;
     if (this.#ticket !== undefined) {
@@ -139,8 +210,9 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
 
   onRequestStart(controller: DispatchController, context: unknown): void {
     this.#connection = controller;
-    this.#controller.target = controller;
-    const stop = this.#timeout ?? this.#callerAbort;
+    // (A guard fallback already playing keeps the caller's controller: this request is aborted.)
+    if (this.#reply === undefined) this.#controller.target = controller;
+    const stop = this.#timeout ?? this.#callerAbort ?? this.#guardAbort;
     if (stop !== undefined) {
       controller.abort(stop);
       return;
@@ -175,11 +247,16 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
       this.#statusCode = statusCode;
       this.#headers = headers;
       this.#outcome = this.#decide(undefined);
-      if (statusCode === 429 || statusCode === 503) this.#retryAfter(statusCode, headers);
+      if (statusCode === 429 || statusCode === 503)
+        reportRetryAfter(this.#config, this.#origin, this.#opts.method, statusCode, headers);
       if (this.#config.releaseAtHeaders) {
         this.#clearTimer();
         this.#release(this.#outcome);
-      } else if (this.#config.bodyTimeoutMs !== Infinity) this.#armBodyTimeout();
+      } else {
+        // A guard's breaker is judged now; its permit stays held while the body streams.
+        if (this.#permit instanceof GuardCall) this.#permit.judge(this.#outcome);
+        if (this.#config.bodyTimeoutMs !== Infinity) this.#armBodyTimeout();
+      }
     }
     this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
   }
@@ -207,6 +284,8 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
       outcome = this.#statusCode !== 0 && this.#outcome !== 'success' ? this.#outcome : 'ignore';
     } else outcome = this.#decide(error);
     this.#release(outcome);
+    // The guard aborted a request before its headers: the guard answers (a fallback, its error).
+    if (this.#guardAbort !== undefined && this.#statusCode === 0) return;
     this.#finish(error);
   }
 
@@ -220,9 +299,9 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
     (this.#handler as { onRequestSent?: () => void }).onRequestSent?.();
   }
 
-  #send(permit: Permit): boolean {
+  #send(permit: Permit | GuardCall): boolean {
     this.#permit = permit;
-    if (this.#deadline !== Infinity) {
+    if (this.#deadline !== Infinity && this.#timer === undefined) {
       const left = this.#deadline - this.#config.clock.now();
       this.#timer = this.#config.clock.setTimeout(() => this.#onTimeout(), Math.max(0, left));
     }
@@ -251,25 +330,25 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
 
   #onTimeout(): void {
     this.#timer = undefined;
-    if (this.#done || this.#permit === undefined) return;
+    if (this.#done || (this.#permit === undefined && !(this.#ticket instanceof GuardCall))) return;
     const { timeoutMs, bodyTimeoutMs } = this.#config;
     const request = `${this.#opts.method} ${this.#origin}${this.#opts.path}`;
-    let error: DOMException;
-    if (this.#bodyDeadline < this.#deadline) {
-      error = new DOMException(
-        `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`,
-        'TimeoutError',
-      );
-      // A body the caller stopped reading (undici paused for it) says nothing about the
-      // downstream; one the downstream sends too slowly is congestion.
-      if (this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
-    } else {
-      error = new DOMException(
-        `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
-        'TimeoutError',
-      );
-    }
+    const body = this.#bodyDeadline < this.#deadline;
+    const error = new DOMException(
+      body
+        ? `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`
+        : `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
+      'TimeoutError',
+    );
+    // A body the caller stopped reading (undici paused for it) says nothing about the downstream;
+    // one the downstream sends too slowly is congestion.
+    if (body && this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
     this.#timeout = error;
+    if (this.#permit === undefined) {
+      // Still waiting for a guard's permit: answered now, and never sent when its turn comes.
+      (this.#ticket as GuardCall).cancel(error);
+      return;
+    }
     if (this.#connection !== undefined) {
       this.#connection.abort(error);
       return;
@@ -304,17 +383,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, CallerAbort
     );
   }
 
-  #retryAfter(statusCode: number, headers: InterceptorHeaders): void {
-    const onRetryAfter = this.#config.onRetryAfter;
-    if (onRetryAfter === undefined) return;
-    const value = headers['retry-after'];
-    // Several Retry-After headers are refused, as a comma-joined value is.
-    const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
-    if (retryAfterMs === undefined) return;
-    onRetryAfter({ origin: this.#origin, method: this.#opts.method, statusCode, retryAfterMs });
-  }
-
-  /** Returns the permit with `outcome`, once (later calls do nothing). */
+  /** Returns the permit with `outcome`, once (later calls do nothing; a guard's: see GuardCall). */
   #release(outcome: Outcome): void {
     const permit = this.#permit;
     if (permit === undefined) return;

@@ -11,6 +11,7 @@ import {
   type RetryPolicy,
   systemClock,
 } from 'limits-core';
+import { isFetchGuard, type LimitFetchGuard } from './fetchGuard.js';
 import type { InterceptorHeaders } from './interceptorTypes.js';
 
 /**
@@ -59,13 +60,27 @@ export interface RetryAfterEvent {
   readonly retryAfterMs: number;
 }
 
-/** Options of {@link limitInterceptor}. */
+/** Options of {@link limitInterceptor}: `limiter` or `guard` (exactly one). */
 export interface LimitInterceptorOptions {
   /**
    * The limiter every request needs a permit from, or a function `(origin) => Limiter | undefined`
-   * giving each origin its own (`undefined`: that origin is not limited). Required.
+   * giving each origin its own (`undefined`: that origin is not limited). Required without `guard`.
    */
-  limiter: LimiterSource;
+  limiter?: LimiterSource;
+  /**
+   * A limits-breaker guard made by `fetchGuard(guard, options)` (a circuit breaker over a limiter;
+   * the same one `limitFetch` takes, and one guard may serve both): each request is one
+   * `guard.fire()`. An OPEN circuit (or a HALF_OPEN one without a free trial slot) answers with
+   * limits-breaker's `CircuitOpenError` through `onResponseError`, never sent; the breaker is judged
+   * when the headers arrive (`dropped` and `failure` outcomes are breaker failures); the permit is
+   * held (`ctx.hold()`) until the body ends. A guard `fallback` answers the request instead of the
+   * error: it must return a `Response` (as for `limitFetch`) or `{ statusCode, headers?, body? }`
+   * (`body` a string, bytes or nothing), delivered through the handler's `onResponseStart`,
+   * `onResponseData` and `onResponseEnd` (never classified, never retried). The guard's queue does
+   * not know the caller's abort: the caller is answered at once, and the request, when its turn
+   * comes, is not sent (`ignore`). Not together with `maxOrigins`.
+   */
+  guard?: LimitFetchGuard;
   /**
    * With a function `limiter`: how many origins' answers are kept, an integer in [1, 10000]. When
    * a new origin arrives with the table full, the least recently used origin whose limiter is idle
@@ -86,7 +101,10 @@ export interface LimitInterceptorOptions {
    * End-to-end time budget per request in ms, a number > 0 (`Infinity`: none): refused at
    * admission when it cannot be met, bounded while queued (the limiter's `timeoutMs`), and at the
    * deadline the request is aborted (headers or body still coming) with a `TimeoutError`
-   * (`DOMException`) and released as `dropped`.
+   * (`DOMException`) and released as `dropped`. With `guard` it is the one budget too (`fetchGuard`
+   * turns the guard's own `timeoutMs` off): it runs from the dispatch, the wait for the guard's
+   * permit included (a request still waiting is answered at once and never sent); before the
+   * headers it is a breaker failure.
    * @default Infinity
    */
   timeoutMs?: number;
@@ -138,7 +156,9 @@ export interface LimitInterceptorOptions {
 
 /** The options, checked, with defaults applied: one object shared by every request. */
 export interface InterceptorConfig {
-  readonly limiter: LimiterSource;
+  /** The limiter source; `undefined` with a `guard`. */
+  readonly limiter: LimiterSource | undefined;
+  readonly guard: LimitFetchGuard | undefined;
   readonly maxOrigins: number;
   readonly classify: ((call: InterceptedCall) => Outcome | undefined) | undefined;
   readonly timeoutMs: number;
@@ -161,6 +181,7 @@ export function isIdempotent(request: InterceptedRequest): boolean {
 
 const KEYS = [
   'limiter',
+  'guard',
   'maxOrigins',
   'classify',
   'timeoutMs',
@@ -174,13 +195,15 @@ const KEYS = [
 
 /**
  * Checks every option before anything is built.
- * @throws TypeError for a wrong type or a missing `limiter`; RangeError for a value out of range.
+ * @throws TypeError for a wrong type, a missing `limiter` (without `guard`), or both `limiter` and
+ *   `guard`; RangeError for a value out of range.
  */
 export function resolveInterceptorOptions(options: LimitInterceptorOptions): InterceptorConfig {
   if (options === undefined)
     throw new TypeError('limits: limitInterceptor options must be an object, got undefined');
   checkKeys('limitInterceptor', options, KEYS);
-  const limiter = checkLimiterSource(options.limiter);
+  const guard = checkGuard(options);
+  const limiter = guard === undefined ? checkLimiterSource(options.limiter) : undefined;
   const maxOrigins = checkNumber('maxOrigins', options.maxOrigins, 100, {
     min: 1,
     max: 10_000,
@@ -207,6 +230,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
   const clock = checkClock(options.clock);
   return {
     limiter,
+    guard,
     maxOrigins,
     classify,
     timeoutMs,
@@ -218,6 +242,23 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     retryable: retryable ?? isIdempotent,
     clock,
   };
+}
+
+/** The `guard` option: a guard made by `fetchGuard`, alone (no `limiter`, no `maxOrigins`). */
+function checkGuard(options: LimitInterceptorOptions): LimitFetchGuard | undefined {
+  const { guard } = options;
+  if (guard === undefined) return undefined;
+  if (!isFetchGuard(guard)) {
+    throw new TypeError(
+      `limits: option "guard" must be a guard made by fetchGuard(guard, options), got ${formatValue(guard)}`,
+    );
+  }
+  if (options.limiter !== undefined || options.maxOrigins !== undefined) {
+    throw new TypeError(
+      'limits: limitInterceptor options need exactly one of "limiter" (with "maxOrigins") and "guard" (from fetchGuard; its limiter is the guard\'s)',
+    );
+  }
+  return guard;
 }
 
 function checkLimiterSource(value: unknown): LimiterSource {

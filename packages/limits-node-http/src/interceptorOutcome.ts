@@ -2,6 +2,7 @@ import type { Outcome } from 'limits-core';
 import { classifyError, classifyStatus } from './classify.js';
 import type { InterceptedCall, InterceptorConfig } from './interceptorOptions.js';
 import type { InterceptorHeaders } from './interceptorTypes.js';
+import { parseRetryAfter } from './retryAfter.js';
 
 const OUTCOMES: ReadonlySet<unknown> = new Set<Outcome>([
   'success',
@@ -41,4 +42,21 @@ export function decideOutcome(
     if (OUTCOMES.has(outcome)) return outcome as Outcome;
   }
   return error === undefined ? classifyStatus(statusCode) : classifyError(error);
+}
+
+/** Reports a response's valid `Retry-After` to the `onRetryAfter` hook, if any. */
+export function reportRetryAfter(
+  config: InterceptorConfig,
+  origin: string,
+  method: string,
+  statusCode: number,
+  headers: InterceptorHeaders,
+): void {
+  const onRetryAfter = config.onRetryAfter;
+  if (onRetryAfter === undefined) return;
+  const value = headers['retry-after'];
+  // Several Retry-After headers are refused, as a comma-joined value is.
+  const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
+  if (retryAfterMs === undefined) return;
+  onRetryAfter({ origin, method, statusCode, retryAfterMs });
 }

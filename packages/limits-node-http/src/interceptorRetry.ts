@@ -1,4 +1,5 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
+import type { LimitFetchGuard } from './fetchGuard.js';
 import { type CallerAbortTarget, LimitController } from './interceptorController.js';
 import { LimitHandler } from './interceptorHandler.js';
 import type { InterceptorConfig } from './interceptorOptions.js';
@@ -38,7 +39,8 @@ export class RetryingHandler implements CallerAbortTarget {
   readonly #opts: DispatchOptions;
   readonly #handler: DispatchHandler;
   readonly #origin: string;
-  readonly #limiter: Limiter;
+  /** Where each attempt gets its permit: a limiter, or a guard (`fetchGuard`). */
+  readonly #source: Limiter | LimitFetchGuard;
   readonly #controller: LimitController;
   readonly #abort = new AbortController();
   #deadline = Infinity;
@@ -53,7 +55,7 @@ export class RetryingHandler implements CallerAbortTarget {
     opts: DispatchOptions,
     handler: DispatchHandler,
     origin: string,
-    limiter: Limiter,
+    source: Limiter | LimitFetchGuard,
   ) {
     this.#config = config;
     this.#policy = policy;
@@ -61,7 +63,7 @@ export class RetryingHandler implements CallerAbortTarget {
     this.#opts = opts;
     this.#handler = handler;
     this.#origin = origin;
-    this.#limiter = limiter;
+    this.#source = source;
     this.#controller = new LimitController(this);
   }
 
@@ -139,10 +141,16 @@ export class RetryingHandler implements CallerAbortTarget {
       }
       const attempt = new Attempt(this, resolve, reject);
       this.#current = attempt;
-      new LimitHandler(this.#config, this.#dispatch, this.#opts, attempt, this.#origin).start(
-        this.#limiter,
-        deadline,
+      const handler = new LimitHandler(
+        this.#config,
+        this.#dispatch,
+        this.#opts,
+        attempt,
+        this.#origin,
       );
+      if (this.#config.guard !== undefined)
+        handler.startGuarded(this.#source as LimitFetchGuard, deadline);
+      else handler.start(this.#source as Limiter, deadline);
     });
   }
 
@@ -160,6 +168,8 @@ export class RetryingHandler implements CallerAbortTarget {
       if ((error as { name?: unknown } | null)?.name === 'TimeoutError') return false;
       return decideOutcome(config, this.#origin, method, 0, undefined, error) === 'dropped';
     }
+    // A guard fallback's answer is final (retrying would meet the open circuit again).
+    if (result.value.fallback) return false;
     const { statusCode, headers } = result.value;
     const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
     if (outcome !== 'dropped' && outcome !== 'failure') return false;
@@ -205,6 +215,8 @@ class Attempt implements DispatchHandler {
   #controller: DispatchController | undefined = undefined;
   statusCode = 0;
   headers: InterceptorHeaders = {};
+  /** The response is a guard fallback's answer. */
+  fallback = false;
   #statusMessage: string | undefined = undefined;
   #live = false;
   #chunks: Uint8Array[] = [];
@@ -240,6 +252,7 @@ class Attempt implements DispatchHandler {
     this.statusCode = statusCode;
     this.headers = headers;
     this.#statusMessage = statusMessage;
+    this.fallback = (controller as { fallback?: boolean }).fallback === true;
     // Hold the body while the policy decides (it answers after a microtask at least).
     controller.pause();
     this.#resolve(this);
