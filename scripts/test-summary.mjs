@@ -1,5 +1,6 @@
-// Prints one "N passed, N failed" line from the vitest JSON reports in the given folders (used by
-// .ci/run); exits non-zero when a test failed or none ran.
+// Prints one "N passed, N failed" line from the vitest JSON reports and node:test JUnit reports
+// (`*.junit.xml`, the examples) in the given folders (used by .ci/run); exits non-zero when a test
+// failed or none ran.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -12,6 +13,14 @@ for (const dir of process.argv.slice(2)) {
     passed += report.numPassedTests;
     failed += report.numFailedTests;
     skipped += report.numPendingTests + report.numTodoTests;
+  }
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.junit.xml'))) {
+    // node:test's JUnit reporter ends with comment lines: <!-- pass N -->, <!-- fail N -->, …
+    const xml = readFileSync(join(dir, file), 'utf8');
+    const count = (name) => Number(new RegExp(`<!-- ${name} (\\d+) -->`).exec(xml)?.[1] ?? 0);
+    passed += count('pass');
+    failed += count('fail') + count('cancelled');
+    skipped += count('skipped') + count('todo');
   }
 }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
