@@ -373,6 +373,25 @@ describe('loadShed when the quota rejects', () => {
     expect(seen).toEqual([]);
   });
 
+  it('lets a throwing quotaContext propagate as a throw of the middleware: Express and Fastify answer 500, the quota is not charged', async () => {
+    const { quota, consume } = seedQuota();
+    const quotaContext = (): { account: string } => {
+      throw new Error('test: context');
+    };
+    const limiter = new Limiter({ limit: 10 });
+    const seen = watch(limiter);
+    const viaExpress = await serveExpress({ limiter, quota, quotaContext });
+    expect((await get(viaExpress.url)).status).toBe(500);
+    const viaFastify = await serveFastify({ limiter, quota, quotaContext });
+    const response = await get(viaFastify.url);
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as { message: string }).message).toBe('test: context');
+    expect(consume).not.toHaveBeenCalled();
+    expect(seen).toEqual([]);
+    expect(viaExpress.calls).toEqual([]);
+    expect(viaFastify.calls).toEqual([]);
+  });
+
   it("sends the error to Fastify's error handler", async () => {
     const app = Fastify();
     closers.push(() => app.close());
