@@ -3,7 +3,8 @@
 // Starts its own redis-server on a free loopback port (or uses REDIS_URL), serves the service of
 // service.mjs on another, and runs a short client against it: account a spends its share (200s, then
 // 429), other accounts fill the global cap (the alert fires once, at 66 %, then 503), a read passes
-// uncounted, and after Retry-After the next window admits again.
+// uncounted, after Retry-After the next window admits again, and a burst of 9 parses at once meets
+// the limiter (8 workers, no queue) and its own 503.
 //
 //   node redis-quota/demo.mjs                       seed 002 scaled down: 3 per account, 10 in all,
 //                                                   5 s windows, alert at 66 % (a few seconds)
@@ -40,7 +41,10 @@ await new Promise((resolve, reject) => {
   redis.once('error', reject);
 });
 
+/** While set, parse jobs wait for it (the burst below holds every worker busy at once). */
+let busy;
 const { server, quota, store } = createService(redis, config, {
+  work: () => busy?.promise ?? Promise.resolve(),
   onAlert: (e) =>
     console.log(
       `  ALERT: ${e.axis} at ${e.count}/${e.limit} (${Math.round(e.alertAt * 100)} %), ${e.resetInMs} ms left in the window`,
@@ -124,6 +128,20 @@ try {
     await sleep(waitS * 1000);
     const again = await parse('a');
     console.log(`next window: account a gets ${again.status} ${again.body}`);
+    // Seed 002's 8 parse workers with no queue: a ninth parse at once is the limiter's own 503. The
+    // quota admitted (and charged) it first: the charge stands (limits-node-http README, "Quotas").
+    let open;
+    busy = { promise: new Promise((r) => (open = r)) };
+    const burst = Array.from({ length: 9 }, (_, i) => parse(`b${i}`));
+    const first = await Promise.race(burst);
+    open();
+    busy = undefined;
+    const all = await Promise.all(burst);
+    const held = all.filter((r) => r.status === 200).length;
+    console.log(
+      `9 parses at once (8 workers, no queue): 200 ×${held}; first answer ${first.status} ` +
+        `retry-after=${first.retryAfter} ${first.body} (the limiter's own 503)`,
+    );
   } else console.log(`Retry-After ${waitS} s: the next window is too far to wait for here`);
 } catch (error) {
   failed = true;

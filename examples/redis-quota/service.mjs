@@ -61,8 +61,9 @@ function parseJobOf(req) {
  * Builds the service on a Redis client.
  * @param {import('ioredis').Redis} redis
  * @param {typeof SEED_002} config
- * @param {{ onAlert?: (e: import('limits-core').QuotaAlertEvent) => void, workers?: number }} [hooks]
- *   `onAlert`: the global axis' alert; `workers`: the limiter's limit (seed 002: 8).
+ * @param {{ onAlert?: (e: import('limits-core').QuotaAlertEvent) => void, workers?: number, work?: () => Promise<void> }} [hooks]
+ *   `onAlert`: the global axis' alert; `workers`: the limiter's limit (seed 002: 8); `work`: what a
+ *   parse job waits for before it answers (default: nothing).
  */
 export function createService(redis, config, hooks = {}) {
   const store = new RedisQuotaStore(redis, { onFailure: 'closed', timeoutMs: 200 });
@@ -96,8 +97,10 @@ export function createService(redis, config, hooks = {}) {
   const limiter = new Limiter({ limit: hooks.workers ?? 8, maxQueued: 0 });
   const shed = loadShed({ limiter, quota, quotaContext: parseJobOf });
   const server = createServer(
-    shed.wrap((req, res) => {
+    shed.wrap(async (req, res) => {
       const counted = parseJobOf(req) !== undefined;
+      // The parse job itself (a worker holds its permit meanwhile); instant unless `hooks.work` says.
+      if (counted && hooks.work) await hooks.work();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(counted ? { queued: true } : { ok: true }));
     }),

@@ -1,7 +1,8 @@
 // Runs the redis-quota example (redis-quota/demo.mjs) in its short mode (2 s windows, seed 002 scaled
 // to 3 per account and 10 in all) on its own redis-server, and checks the substance of what it prints:
 // 200s then 429 for one account, 503 from the global cap after exactly 10 admissions, one alert at
-// 66 %, 429 before 503 when both are full, the refused call charged nothing, and a new window admits.
+// 66 %, 429 before 503 when both are full, the refused call charged nothing, a new window admits, and
+// the limiter's own 503 when its 8 workers are busy.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
@@ -52,14 +53,20 @@ test('the redis-quota demo shows 200s, then 429 for one account, 503 at the glob
     'the other accounts spend their share without a refusal',
   );
 
-  const alerts = lines.filter((l) => /^ {2}ALERT:/.test(l));
-  assert.equal(alerts.length, 1, 'one alert per window');
-  assert.match(alerts[0], /ALERT: global at 7\/10 \(66 %\)/);
+  const nextWindow = lines.findIndex((l) => l.startsWith('next window:'));
+  assert.match(lines[nextWindow], /next window: account a gets 200/);
+  const alerts = lines.map((l, i) => [l, i]).filter(([l]) => /^ {2}ALERT:/.test(l));
+  assert.equal(alerts.filter(([, i]) => i < nextWindow).length, 1, 'one alert in the first window');
+  assert.match(alerts[0][0], /ALERT: global at 7\/10 \(66 %\)/);
 
   assert.match(stdout, /account u\d+'s counter in Redis after the 503: 1 \(the refused call/);
   assert.match(stdout, /both full: account a gets 429 \{"error":"quota","axis":"account"\}/);
   assert.match(stdout, /GET \/wishlists \(a read, not counted\): 200/);
-  assert.match(stdout, /next window: account a gets 200/);
+  // The burst in the new window: 8 workers busy, the ninth refused by the limiter itself.
+  assert.match(
+    stdout,
+    /9 parses at once \(8 workers, no queue\): 200 ×8; first answer 503 retry-after=\d+ \{"error":"overloaded","reason":"limit"\}/,
+  );
   assert.equal(await listening(port), false, 'the demo stops its redis-server');
 });
 
