@@ -1,4 +1,4 @@
-// Runs the redis-quota example (redis-quota/demo.mjs) in its short mode (2 s windows, seed 002 scaled
+// Runs the redis-quota example (redis-quota/demo.mjs) in its short mode (3 s windows, seed 002 scaled
 // to 3 per account and 10 in all) on its own redis-server, and checks the substance of what it prints:
 // 200s then 429 for one account, 503 from the global cap after exactly 10 admissions, one alert at
 // 66 %, 429 before 503 when both are full, the refused call charged nothing, a new window admits, and
@@ -30,9 +30,9 @@ function listening(port) {
 }
 
 test('the redis-quota demo shows 200s, then 429 for one account, 503 at the global cap, one 66 % alert, and a new window', async () => {
-  const { stdout } = await run({ QUOTA_WINDOW_MS: '2000' });
+  const { stdout } = await run({ QUOTA_WINDOW_MS: '3000' });
   const lines = stdout.split('\n');
-  assert.match(lines[0], /account 3 and global 10 per 2000 ms window, alert at 66 %/);
+  assert.match(lines[0], /account 3 and global 10 per 3000 ms window, alert at 66 %/);
   const port = Number(/redis-server started on 127\.0\.0\.1:(\d+)/.exec(stdout)?.[1]);
   assert.ok(port > 0, 'the demo starts its own redis-server');
 
@@ -45,7 +45,7 @@ test('the redis-quota demo shows 200s, then 429 for one account, 503 at the glob
   assert.ok(refusedAt > 0, 'the global cap refuses with 503');
   const cap = accounts[refusedAt];
   assert.deepEqual(JSON.parse(cap[5]), { error: 'quota', axis: 'global' });
-  assert.ok(Number(cap[4]) >= 1 && Number(cap[4]) <= 2, `Retry-After ${cap[4]} s ≤ the 2 s window`);
+  assert.ok(Number(cap[4]) >= 1 && Number(cap[4]) <= 3, `Retry-After ${cap[4]} s ≤ the 3 s window`);
   const admitted = accounts.slice(0, refusedAt + 1).reduce((sum, m) => sum + Number(m[2]), 0);
   assert.equal(admitted, 10, 'exactly the global cap is admitted');
   assert.ok(
