@@ -39,8 +39,8 @@ export interface LoadShed {
   (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void;
   /**
    * A node:http request listener that runs `handler` once the request is admitted, or answers the
-   * refusal. A handler that throws or rejects gets its permit back as `failure`; the error is not swallowed
-   * (it stays uncaught or unhandled, as without load shedding).
+   * refusal. A handler that throws or rejects gets its permit back as `failure`; the error is not
+   * swallowed (it stays uncaught or unhandled, as without load shedding).
    */
   wrap<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
     handler: (req: Req, res: Res) => unknown,
