@@ -43,7 +43,7 @@ export type {
   LoadShedPlugin,
 } from './loadShedFastify.js';
 export type { LoadShedOptions } from './loadShedOptions.js';
-export { type ShedResponse, shedResponse } from './loadShedResponse.js';
+export { type ShedError, type ShedResponse, shedResponse } from './loadShedResponse.js';
 export {
   defaultRttBuckets,
   type MetricsHandle,
@@ -52,4 +52,5 @@ export {
 } from './metrics.js';
 export type { PromClient, PromRegistry } from './metricsPromClient.js';
 export type { GuardSource, LimitsSource } from './metricsSource.js';
+export { QuotaExceededError } from './QuotaExceededError.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';

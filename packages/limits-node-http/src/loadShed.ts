@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type AcquireOptions,
   formatValue,
-  type LimitExceededError,
   type Limiter,
   type Outcome,
+  type Quota,
+  type QuotaResult,
 } from 'limits-core';
 import { classifyStatus } from './classify.js';
 import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './loadShedCall.js';
@@ -21,7 +22,8 @@ import {
   type ResolvedShedOptions,
   resolveShedOptions,
 } from './loadShedOptions.js';
-import { parseTimeoutHeader, writeShed } from './loadShedResponse.js';
+import { parseTimeoutHeader, type ShedError, writeShed } from './loadShedResponse.js';
+import { QuotaExceededError } from './QuotaExceededError.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a
@@ -30,15 +32,15 @@ import { parseTimeoutHeader, writeShed } from './loadShedResponse.js';
 export interface LoadShed {
   /**
    * The connect/Express middleware: admits the request (at once, or after waiting in the limiter's
-   * queue) and calls `next()`, or answers 503. `next` is required: for a bare node:http server use
-   * {@link LoadShed.wrap}.
+   * queue) and calls `next()`, or answers the refusal (503, or the quota's status). `next` is
+   * required: for a bare node:http server use {@link LoadShed.wrap}.
    * @throws TypeError when `next` is not a function.
    */
   (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void;
   /**
-   * A node:http request listener that runs `handler` once the request is admitted, or answers 503.
-   * A handler that throws or rejects gets its permit back as `failure`; the error is not swallowed
-   * (it stays uncaught or unhandled, as without load shedding).
+   * A node:http request listener that runs `handler` once the request is admitted, or answers the
+   * refusal. A handler that throws or rejects gets its permit back as `failure`; the error is not
+   * swallowed (it stays uncaught or unhandled, as without load shedding).
    */
   wrap<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
     handler: (req: Req, res: Res) => unknown,
@@ -52,6 +54,8 @@ class Shedder implements ShedHost, FastifyAdmission {
   readonly onShed: ResolvedShedOptions['onShed'];
   readonly maxRetryAfterMs: number;
   readonly #single: Limiter | undefined;
+  readonly #quota: Quota<unknown> | undefined;
+  readonly #quotaContext: ResolvedShedOptions['quotaContext'];
   readonly #parts = new Map<string, Limiter>();
   readonly #fallback: Limiter | undefined;
   readonly #partition: ResolvedShedOptions['partition'];
@@ -63,6 +67,8 @@ class Shedder implements ShedHost, FastifyAdmission {
     this.onShed = o.onShed;
     this.maxRetryAfterMs = o.maxRetryAfterMs;
     this.#single = o.limiter;
+    this.#quota = o.quota;
+    this.#quotaContext = o.quotaContext;
     if (o.partitioned !== undefined) {
       for (const name of Object.keys(o.partitioned.ledger().partitions)) {
         this.#parts.set(name, o.partitioned.partition(name));
@@ -75,23 +81,37 @@ class Shedder implements ShedHost, FastifyAdmission {
     this.#classify = o.classify;
   }
 
-  /** Asks the request's limiter for a permit; the call follows the response from then on. */
+  /**
+   * Charges the request's quota (if any), then asks the request's limiter for a permit; the call
+   * follows the response from then on.
+   */
   admit(call: ShedCall, route: string | undefined): void {
-    // A client already gone costs nothing: no permit, no answer.
+    // A client already gone costs nothing: no charge, no permit, no answer.
     if (call.res.destroyed) return;
-    const req = call.req;
-    const limiter = this.#single ?? this.#limiterOf(req, route);
-    const permit = limiter.acquireWith(call, this.#budget(req));
-    // Neither granted nor queued: refused at once, and already answered.
-    if (permit === undefined && call.ticket === undefined) return;
-    call.admitted(permit);
+    const quota = this.#quota;
+    if (quota !== undefined) {
+      const context = this.#quotaContext;
+      const ctx = context === undefined ? call.req : context(call.req);
+      if (ctx !== undefined) {
+        quota.consume(ctx).then(
+          (result) => this.#afterQuota(call, route, result),
+          (error: unknown) => call.crashed(error),
+        );
+        return;
+      }
+    }
+    this.#acquire(call, route, false);
   }
 
-  admitFastify(request: FastifyRequestLike, reply: FastifyReplyLike, done: () => void): void {
+  admitFastify(
+    request: FastifyRequestLike,
+    reply: FastifyReplyLike,
+    done: (error?: Error) => void,
+  ): void {
     this.admit(new FastifyCall(this, reply, request.raw, done), request.routeOptions?.url);
   }
 
-  shed(req: IncomingMessage, res: ServerResponse, error: LimitExceededError): void {
+  shed(req: IncomingMessage, res: ServerResponse, error: ShedError): void {
     if (this.onShed !== undefined) this.onShed(req, res, error);
     else writeShed(res, error, this.maxRetryAfterMs);
   }
@@ -114,6 +134,32 @@ class Shedder implements ShedHost, FastifyAdmission {
       }
     }
     return classifyStatus(res.statusCode);
+  }
+
+  /** The quota answered: a refusal is answered at once (the limiter never sees it), else admit. */
+  #afterQuota(call: ShedCall, route: string | undefined, result: QuotaResult): void {
+    if (!result.ok) {
+      call.answer(new QuotaExceededError(result));
+      return;
+    }
+    try {
+      this.#acquire(call, route, true);
+    } catch (error) {
+      // A throwing `partition`: off the caller's stack now, so the framework's error path.
+      call.crashed(error);
+    }
+  }
+
+  /** Asks the request's limiter for a permit; `deferred`: not in the caller's stack (after the quota). */
+  #acquire(call: ShedCall, route: string | undefined, deferred: boolean): void {
+    // Gone while the quota judged: no permit, no answer (the quota's charge stands).
+    if (deferred && call.res.destroyed) return;
+    const req = call.req;
+    const limiter = this.#single ?? this.#limiterOf(req, route);
+    const permit = limiter.acquireWith(call, this.#budget(req));
+    // Neither granted nor queued: refused at once, and already answered.
+    if (permit === undefined && call.ticket === undefined) return;
+    call.admitted(permit, deferred);
   }
 
   #limiterOf(req: IncomingMessage, route: string | undefined): Limiter {
@@ -165,6 +211,13 @@ function firstSegment(path: string): string {
  * first: work the application still does for a client that left no longer counts (and an
  * application that never ends a response holds its permit until the client gives up).
  *
+ * With a `quota` (a limits-core `Quota`, e.g. seed 002's account and global axes on a
+ * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of
+ * the first full axis (429 for the account's own share before 503 for the global cap), the time to
+ * the window's end as `Retry-After`, and `{"error":"quota","axis":"<axis>"}`, without the limiter
+ * ever seeing the request; only a request the quota admits asks the limiter. The quota's charge
+ * stands when the limiter then refuses (see {@link LoadShedOptions.quota}).
+ *
  * @param options - see {@link LoadShedOptions}.
  * @throws TypeError/RangeError for bad options, naming the option.
  * @example
@@ -175,7 +228,7 @@ function firstSegment(path: string): string {
  * await fastify.register(shed.fastify);           // Fastify 5
  * ```
  */
-export function loadShed(options: LoadShedOptions): LoadShed {
+export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): LoadShed {
   const shedder = new Shedder(resolveShedOptions(options));
   const middleware = function loadShed(
     req: IncomingMessage,

@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
+import type { ShedError } from './loadShedResponse.js';
 
 /** @internal What a call asks of its {@link loadShed} instance. */
 export interface ShedHost {
-  /** Answers a refused request on a raw response (the default 503, or `onShed`). */
-  shed(req: IncomingMessage, res: ServerResponse, error: LimitExceededError): void;
+  /** Answers a refused request on a raw response (the default answer, or `onShed`). */
+  shed(req: IncomingMessage, res: ServerResponse, error: ShedError): void;
   /** The user's answer to a refusal, if any. */
   readonly onShed:
-    | ((req: IncomingMessage, res: ServerResponse, error: LimitExceededError) => void)
+    | ((req: IncomingMessage, res: ServerResponse, error: ShedError) => void)
     | undefined;
   /** The cap on `Retry-After`, in ms. */
   readonly maxRetryAfterMs: number;
@@ -57,22 +58,29 @@ export abstract class ShedCall implements PermitRequest {
   protected abstract start(): void;
 
   /** Answers a refusal. */
-  protected refuse(error: LimitExceededError): void {
+  protected refuse(error: ShedError): void {
     this.host.shed(this.req, this.res, error);
   }
 
   /**
-   * Admitted at once (`acquireWith` returned `permit`) or queued (`queued` was called): follow the
-   * response's end. `permit` given means start now, in the caller's stack (a throw is the caller's).
+   * Admission failed on an error that is not a refusal (the quota's `consume` rejected): the
+   * framework's error path. Called off the caller's stack (after the quota's promise settled).
    */
-  admitted(permit: Permit | undefined): void {
+  abstract crashed(error: unknown): void;
+
+  /**
+   * Admitted at once (`acquireWith` returned `permit`) or queued (`queued` was called): follow the
+   * response's end. `permit` given means start now: in the caller's stack (a throw is the caller's),
+   * or, `deferred` (after the quota's answer), with a throw rethrown on the next tick.
+   */
+  admitted(permit: Permit | undefined, deferred: boolean): void {
     const res = this.res as Tagged;
     this.outer = res[CALL];
     res[CALL] = this;
     if (this.outer === undefined) res.on('close', onClose);
     if (permit !== undefined) {
       this.permit = permit;
-      this.startGuarded(false);
+      this.startGuarded(deferred);
     }
   }
 
@@ -89,11 +97,20 @@ export abstract class ShedCall implements PermitRequest {
   refused(error: LimitExceededError): void {
     this.ticket = undefined;
     // `aborted` is our own cancel: the client is gone, nobody to answer.
-    if (error.reason === 'aborted' || this.res.destroyed) return;
+    if (error.reason === 'aborted') return;
+    this.answer(error);
+  }
+
+  /**
+   * Answers a refusal (the limiter's or the quota's) unless the client is gone. Never throws: it is
+   * called from inside the limiter or a promise callback; a throwing `onShed` closes the connection
+   * and is reported as an uncaught error.
+   */
+  answer(error: ShedError): void {
+    if (this.res.destroyed) return;
     try {
       this.refuse(error);
     } catch (thrown) {
-      // Called from inside the limiter: never throw into it. Reported as an uncaught error.
       this.res.destroy();
       process.nextTick(rethrow, thrown);
     }
@@ -163,6 +180,10 @@ export class MiddlewareCall extends ShedCall {
   protected start(): void {
     this.next();
   }
+
+  crashed(error: unknown): void {
+    this.next(error);
+  }
 }
 
 /** A bare node:http request: proceeds by calling the wrapped handler. */
@@ -174,6 +195,16 @@ export class HandlerCall extends ShedCall {
     readonly handler: (req: IncomingMessage, res: ServerResponse) => unknown,
   ) {
     super(host, req, res);
+  }
+
+  /** No error path in node:http: a 500 (if nothing was sent), and the error uncaught on the next tick. */
+  crashed(error: unknown): void {
+    const res = this.res;
+    if (!res.headersSent && !res.destroyed) {
+      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end('{"error":"internal"}');
+    }
+    process.nextTick(rethrow, error);
   }
 
   protected start(): void {

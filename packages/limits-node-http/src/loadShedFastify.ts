@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LimitExceededError } from 'limits-core';
 import { ShedCall, type ShedHost } from './loadShedCall.js';
-import { type ShedResponse, shedResponse } from './loadShedResponse.js';
+import { type ShedError, type ShedResponse, shedResponse } from './loadShedResponse.js';
 
 /** The part of a Fastify request `loadShed` uses (no dependency on fastify's types). */
 export interface FastifyRequestLike {
@@ -44,7 +43,11 @@ export type LoadShedPlugin = (
 
 /** @internal How the plugin's hook admits a request. */
 export interface FastifyAdmission {
-  admitFastify(request: FastifyRequestLike, reply: FastifyReplyLike, done: () => void): void;
+  admitFastify(
+    request: FastifyRequestLike,
+    reply: FastifyReplyLike,
+    done: (error?: Error) => void,
+  ): void;
 }
 
 /** A Fastify request: proceeds with the `onRequest` hook's `done`; a refusal is sent on the reply. */
@@ -53,7 +56,7 @@ export class FastifyCall extends ShedCall {
     host: ShedHost,
     readonly reply: FastifyReplyLike,
     req: IncomingMessage,
-    readonly done: () => void,
+    readonly done: (error?: Error) => void,
   ) {
     super(host, req, reply.raw);
   }
@@ -62,7 +65,12 @@ export class FastifyCall extends ShedCall {
     this.done();
   }
 
-  protected refuse(error: LimitExceededError): void {
+  /** Fastify's error path: its error handler answers (500 unless the error says otherwise). */
+  crashed(error: unknown): void {
+    this.done(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  protected refuse(error: ShedError): void {
     const onShed = this.host.onShed;
     if (onShed !== undefined) {
       this.reply.hijack();
@@ -78,7 +86,11 @@ export class FastifyCall extends ShedCall {
 
 /** @internal Builds the plugin over an admission. */
 export function fastifyPlugin(admission: FastifyAdmission): LoadShedPlugin {
-  const hook = (request: FastifyRequestLike, reply: FastifyReplyLike, done: () => void): void => {
+  const hook = (
+    request: FastifyRequestLike,
+    reply: FastifyReplyLike,
+    done: (error?: Error) => void,
+  ): void => {
     admission.admitFastify(request, reply, done);
   };
   const plugin: LoadShedPlugin = function limitsLoadShed(instance, _options, done) {

@@ -4,18 +4,19 @@ import {
   checkKeys,
   checkNumber,
   formatValue,
-  type LimitExceededError,
   type Limiter,
   type Outcome,
   type PartitionedLimiter,
+  type Quota,
 } from 'limits-core';
+import type { ShedError } from './loadShedResponse.js';
 
 /**
  * Options of {@link loadShed}. Every option is checked when `loadShed()` is called: an unknown key is
  * a TypeError naming the nearest valid one, a wrong type a TypeError, a value out of range a
  * RangeError, each message naming the option, what it allows and the value given.
  */
-export interface LoadShedOptions {
+export interface LoadShedOptions<Ctx = IncomingMessage> {
   /**
    * Where requests are admitted: a `Limiter` (one capacity for every request) or a
    * `PartitionedLimiter` (one partition per route or per `partition(req)`, each with its reserve).
@@ -49,22 +50,49 @@ export interface LoadShedOptions {
    * @default 'x-request-timeout-ms'
    */
   timeoutHeader?: string | false;
+  /**
+   * A limits-core `Quota` judged **before** the limiter (seed 002: an account over its share gets a
+   * cheap 429 and never takes a permit or a queue slot). Each request calls
+   * `quota.consume(quotaContext(req))`: a refusal is answered with the status of the first full axis
+   * (e.g. 429 for `account`, 503 for `global`), `Retry-After` (the time to the window's end) and
+   * `{"error":"quota","axis":"<axis>"}`, or goes to `onShed` as a `QuotaExceededError`; an
+   * admission then asks the limiter, whose refusal stays a 503. The charge stands when the limiter
+   * then refuses (or the client leaves): the quota counts admission attempts that passed it, see the
+   * README. A store that cannot judge answers by its own failure policy (`failOpen`: the request
+   * passes uncharged; `failClosed`: the quota's `unavailableStatus`, 503). A `consume` that rejects
+   * (a key function that throws) goes to the framework's error path: `next(error)` for Express,
+   * Fastify's error handler, and for `wrap` a 500 and the error rethrown on the next tick.
+   */
+  quota?: Quota<Ctx>;
+  /**
+   * The quota's context of a request (what its axes' key functions receive), e.g.
+   * `req => ({ account: req.headers['x-account'] })`; `undefined` means the request is not counted
+   * (e.g. `GET` or `/health`: seed 002 counts only the work that enqueues a parse). Called once per
+   * request, before the quota; a throw propagates as a throw of your own middleware would.
+   * Needs `quota`.
+   * @default the request itself
+   */
+  quotaContext?: (req: IncomingMessage) => Ctx | undefined;
   /** Cap on the header's budget, in ms: an integer in [1, 86_400_000]. @default 60_000 */
   maxTimeoutMs?: number;
   /**
-   * Cap on the `Retry-After` of a 503, in ms (written in whole seconds): an integer in
+   * Cap on the `Retry-After` of the limiter's 503, in ms (written in whole seconds): an integer in
    * [1_000, 86_400_000]. The value is the limiter's `retryAfterMs` rounded up to seconds, at least 1
-   * s (1 s when the limiter has no estimate).
+   * s (1 s when the limiter has no estimate). A quota's refusal is not capped by it: its wait is the
+   * exact time to the window's end (at least 1 s, at most a day).
    * @default 60_000
    */
   maxRetryAfterMs?: number;
   /**
-   * Writes the response of a refused request instead of the default 503 (see {@link
-   * shedResponse}). It must end `res`. With Fastify the reply is hijacked first, so write to `res`
-   * (the raw response) directly. Not called for a client that already disconnected.
-   * @default a 503 with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`
+   * Writes the response of a refused request instead of the default (see {@link shedResponse}):
+   * the limiter's `LimitExceededError`, or the quota's `QuotaExceededError` (`error.reason` is
+   * `'quota'`; `axis`, `status`, `retryAfterMs`). It must end `res`. With Fastify the reply is
+   * hijacked first, so write to `res` (the raw response) directly. Not called for a client that
+   * already disconnected.
+   * @default a 503 with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}` (the limiter), or
+   *   the axis' status with `Retry-After` and `{"error":"quota","axis":"<axis>"}` (the quota)
    */
-  onShed?: (req: IncomingMessage, res: ServerResponse, error: LimitExceededError) => void;
+  onShed?: (req: IncomingMessage, res: ServerResponse, error: ShedError) => void;
   /**
    * Outcome of a response that finished (a client that disconnected first is always `ignore`). Return
    * `undefined` (or throw) to use the default: 429, 502, 503, 504 → `dropped` (the server is
@@ -76,18 +104,22 @@ export interface LoadShedOptions {
 /** @internal The checked options. */
 export interface ResolvedShedOptions {
   limiter: Limiter | undefined;
+  quota: Quota<unknown> | undefined;
+  quotaContext: ((req: IncomingMessage) => unknown) | undefined;
   partitioned: PartitionedLimiter | undefined;
   partition: LoadShedOptions['partition'];
   fallbackPartition: string;
   timeoutHeader: string | undefined;
   maxTimeoutMs: number;
   maxRetryAfterMs: number;
-  onShed: LoadShedOptions['onShed'];
+  onShed: LoadShedOptions<unknown>['onShed'];
   classify: LoadShedOptions['classify'];
 }
 
 const KEYS = [
   'limiter',
+  'quota',
+  'quotaContext',
   'partition',
   'fallbackPartition',
   'timeoutHeader',
@@ -114,7 +146,7 @@ function isPartitioned(value: object): value is PartitionedLimiter {
  * @internal Checks every option of {@link loadShed} before anything is built.
  * @throws TypeError/RangeError naming the option.
  */
-export function resolveShedOptions(options: LoadShedOptions): ResolvedShedOptions {
+export function resolveShedOptions<Ctx>(options: LoadShedOptions<Ctx>): ResolvedShedOptions {
   if (options === undefined) {
     throw new TypeError('limits: loadShed options must be an object with "limiter", got undefined');
   }
@@ -147,6 +179,20 @@ export function resolveShedOptions(options: LoadShedOptions): ResolvedShedOption
       'limits: option "fallbackPartition" needs a PartitionedLimiter as "limiter", got a Limiter',
     );
   }
+  const quota = options.quota as unknown;
+  if (
+    quota !== undefined &&
+    (quota === null || typeof quota !== 'object' || typeof (quota as Quota).consume !== 'function')
+  ) {
+    throw new TypeError(`limits: option "quota" must be a Quota, got ${formatValue(quota)}`);
+  }
+  const quotaContext = checkFunction<(req: IncomingMessage) => unknown>(
+    'quotaContext',
+    options.quotaContext,
+  );
+  if (quota === undefined && quotaContext !== undefined) {
+    throw new TypeError('limits: option "quotaContext" needs a "quota", got none');
+  }
   const fallbackPartition = fallback ?? 'default';
   if (partitioned !== undefined) {
     const names = Object.keys(partitioned.ledger().partitions);
@@ -158,6 +204,8 @@ export function resolveShedOptions(options: LoadShedOptions): ResolvedShedOption
   }
   return {
     limiter: partitioned === undefined ? (source as Limiter) : undefined,
+    quota: quota as Quota<unknown> | undefined,
+    quotaContext,
     partitioned,
     partition,
     fallbackPartition,
