@@ -5,6 +5,7 @@ export {
   type RejectReason,
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
+export { QuotaExceededError } from './errors/QuotaExceededError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
 export { checkClock } from './internal/checkClock.js';

@@ -52,5 +52,4 @@ export {
 } from './metrics.js';
 export type { PromClient, PromRegistry } from './metricsPromClient.js';
 export type { GuardSource, LimitsSource } from './metricsSource.js';
-export { QuotaExceededError } from './QuotaExceededError.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';

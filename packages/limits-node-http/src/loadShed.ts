@@ -5,6 +5,7 @@ import {
   type Limiter,
   type Outcome,
   type Quota,
+  QuotaExceededError,
   type QuotaResult,
 } from 'limits-core';
 import { classifyStatus } from './classify.js';
@@ -23,7 +24,6 @@ import {
   resolveShedOptions,
 } from './loadShedOptions.js';
 import { parseTimeoutHeader, type ShedError, writeShed } from './loadShedResponse.js';
-import { QuotaExceededError } from './QuotaExceededError.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a

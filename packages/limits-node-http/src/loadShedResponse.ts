@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { LimitExceededError } from 'limits-core';
-import type { QuotaExceededError } from './QuotaExceededError.js';
+import type { LimitExceededError, QuotaExceededError } from 'limits-core';
 
 /** A refusal of {@link loadShed}: the limiter's, or the quota's (checked first). */
 export type ShedError = LimitExceededError | QuotaExceededError;

@@ -8,17 +8,12 @@ import {
   Limiter,
   MemoryQuotaStore,
   Quota,
+  QuotaExceededError,
   type QuotaStore,
   type QuotaStoreVerdict,
 } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  type LoadShedOptions,
-  loadShed,
-  QuotaExceededError,
-  type ShedError,
-  shedResponse,
-} from '../src/index.js';
+import { type LoadShedOptions, loadShed, type ShedError, shedResponse } from '../src/index.js';
 import { deferred, listen, nextEvent } from './loadShedSupport.js';
 
 const closers: Array<() => Promise<void>> = [];

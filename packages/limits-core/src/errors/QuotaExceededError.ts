@@ -1,13 +1,15 @@
-import { LimitsError, type QuotaResult } from 'limits-core';
+import type { Quota, QuotaResult } from '../quota/Quota.js';
+import { LimitsError } from './LimitsError.js';
 
 /** A refusal of a limits-core `Quota` (`consume` answered `ok: false`). */
 type QuotaRefusal = Extract<QuotaResult, { ok: false }>;
 
 /**
- * A request refused by the `quota` of {@link loadShed} before it reached the limiter: an axis of the
- * quota is full for this window (`axis` names it), or the quota could not be judged and its store
- * failed closed (`axis` is `null`). `code` is `QUOTA_EXCEEDED`; `reason` is always `'quota'`, so an
- * `onShed` can tell it from the limiter's `LimitExceededError` by `error.reason` alone.
+ * A request refused by a {@link Quota} (`consume` answered `ok: false`), as an error to throw or hand
+ * on (limits-node-http's `loadShed` gives it to `onShed`): an axis of the quota is full for this window
+ * (`axis` names it), or the quota could not be judged and its store failed closed (`axis` is `null`).
+ * `code` is `QUOTA_EXCEEDED`; `reason` is always `'quota'`, so a handler can tell it from the
+ * limiter's `LimitExceededError` by `error.reason` alone.
  *
  * @example
  * ```ts
