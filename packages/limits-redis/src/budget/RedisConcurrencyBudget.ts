@@ -1,0 +1,503 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { type Clock, LimitExceededError, type Limiter, type RejectReason } from 'limits-core';
+import { BudgetedLimiter } from './BudgetedLimiter.js';
+import { type BudgetOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
+import type { BudgetEvents } from './events.js';
+import { budgetKeys } from './keys.js';
+import { Lease, type LeaseOwner } from './Lease.js';
+import { Maintenance } from './Maintenance.js';
+import {
+  type BudgetAcquireOptions,
+  type RedisConcurrencyBudgetOptions,
+  type ResolvedAcquire,
+  type ResolvedBudgetOptions,
+  resolveAcquire,
+  resolveBudgetOptions,
+} from './options.js';
+import { evalScript, type RedisSubscriber } from './RedisClient.js';
+import { budgetScripts, type Script } from './scripts.js';
+import type { Waiter } from './Waiter.js';
+
+/** Units in use and leases held across the fleet, from {@link RedisConcurrencyBudget.status}. */
+export interface BudgetStatus {
+  used: number;
+  leases: number;
+  limit: number;
+}
+
+/**
+ * A cap on in-flight work shared by every instance through Redis: `limit` units across the fleet,
+ * held as leases in one sorted set scored by expiry (Redis time). Acquire and release are one Lua
+ * script each (one round trip); every script first reclaims expired leases, so a crashed holder's
+ * leases free themselves after `leaseTtlMs`; live holders renew theirs automatically. Callers that
+ * wait are woken by a pub/sub message on each release (a second connection), with a bounded
+ * fallback poll. When Redis fails or is slower than `timeoutMs`, `failurePolicy` decides, an event
+ * reports it, and no call waits past its bounds. Compose it with a local {@link Limiter} with
+ * {@link RedisConcurrencyBudget.wrap}.
+ *
+ * @example
+ * ```ts
+ * const budget = new RedisConcurrencyBudget({ redis, name: 'orders-db', limit: 40, failurePolicy: 'failOpen' });
+ * const db = budget.wrap(new Limiter({ limit: new VegasLimit({ maxLimit: 20 }) }));
+ * const rows = await db.run(() => pool.query(sql), { timeoutMs: 500 });
+ * ```
+ */
+export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implements LeaseOwner {
+  /** The budget's name (shared by the fleet). */
+  readonly name: string;
+  /** Units that may be in flight across the fleet. */
+  readonly limit: number;
+  /** What happens when Redis fails. */
+  readonly failurePolicy: ResolvedBudgetOptions['failurePolicy'];
+  readonly #o: ResolvedBudgetOptions;
+  readonly #clock: Clock;
+  readonly #keys: readonly [string, string];
+  readonly #channel: string;
+  readonly #instance = randomBytes(6).toString('hex');
+  #seq = 0;
+  readonly #maintenance: Maintenance;
+  readonly #waiters: Waiter[] = [];
+  #pollTimer: unknown;
+  #subscriber: RedisSubscriber | undefined;
+  #downSince = Number.NaN;
+  readonly #pending = new Set<Promise<unknown>>();
+  #closed = false;
+
+  /**
+   * @param options - see {@link RedisConcurrencyBudgetOptions}; `redis`, `name`, `limit` and
+   *   `failurePolicy` are required.
+   * @throws TypeError/RangeError naming the option, before anything is built.
+   */
+  constructor(options: RedisConcurrencyBudgetOptions) {
+    super();
+    const o = resolveBudgetOptions(options);
+    this.#o = o;
+    this.#clock = o.clock;
+    this.name = o.name;
+    this.limit = o.limit;
+    this.failurePolicy = o.failurePolicy;
+    const k = budgetKeys(o.prefix, o.name);
+    this.#keys = [k.leases, k.used];
+    this.#channel = k.channel;
+    this.#maintenance = new Maintenance(o.clock, o.renewEveryMs, () => this.#maintain());
+  }
+
+  /** Leases this instance holds now. */
+  get held(): number {
+    return this.#maintenance.held.size;
+  }
+
+  /** The default wait of an acquire when the budget is full, in ms. */
+  get maxWaitMs(): number {
+    return this.#o.maxWaitMs;
+  }
+
+  /** Acquires waiting for a release now. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  /**
+   * Takes a lease of `cost` units (one Redis round trip). When the budget is full, waits up to
+   * `maxWaitMs` for a release (woken by pub/sub), leaving at once on `signal`.
+   * @returns the lease; release it when the work really ends.
+   * @throws (as a rejected promise) LimitExceededError with reason `limit` (full, no wait), `expired`
+   *   (full for the whole wait), `aborted`, `too_large` (cost > limit) or `closed`;
+   *   {@link RedisUnavailableError} when Redis fails and the policy is `failClosed`; TypeError/
+   *   RangeError for bad options, before anything changes.
+   */
+  acquire(options?: BudgetAcquireOptions): Promise<Lease> {
+    let o: ResolvedAcquire;
+    try {
+      o = resolveAcquire(options, this.#o);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#closed) return Promise.reject(this.#refusal('closed', o.cost, Number.NaN));
+    if (o.signal?.aborted) {
+      return Promise.reject(this.#refusal('aborted', o.cost, Number.NaN, o.signal.reason));
+    }
+    if (o.cost > this.limit) return Promise.reject(this.#refusal('too_large', o.cost, Number.NaN));
+    return new Promise<Lease>((resolve, reject) => {
+      const w: Waiter = {
+        o,
+        start: this.#clock.now(),
+        resolve,
+        reject,
+        attempting: false,
+        recheck: false,
+        queued: false,
+        settled: false,
+        timer: undefined,
+        onAbort: undefined,
+        used: Number.NaN,
+      };
+      if (o.maxWaitMs > 0 && o.maxWaitMs !== Infinity) {
+        w.timer = this.#clock.setTimeout(() => this.#expire(w), o.maxWaitMs);
+      }
+      if (o.signal !== undefined) {
+        const signal = o.signal;
+        w.onAbort = () => this.#settle(w, this.#refusal('aborted', o.cost, w.used, signal.reason));
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this.#attempt(w);
+    });
+  }
+
+  /**
+   * Runs `task` under a lease: acquires, calls `task(signal)` (the lease's signal, aborted if the
+   * lease is lost) and releases when the task's promise settles.
+   * @throws what {@link RedisConcurrencyBudget.acquire} throws, or what the task threw.
+   */
+  async run<T>(
+    task: (signal: AbortSignal) => T | PromiseLike<T>,
+    options?: BudgetAcquireOptions,
+  ): Promise<T> {
+    const lease = await this.acquire(options);
+    try {
+      return await task(lease.signal);
+    } finally {
+      void lease.release();
+    }
+  }
+
+  /**
+   * Puts this budget behind a local limiter: each call takes a local permit first, then a lease, so
+   * a process never has more lease requests in flight than its local limit. Costs one Redis round
+   * trip per acquire and one per release.
+   */
+  wrap(limiter: Limiter): BudgetedLimiter {
+    return new BudgetedLimiter(this, limiter, () => this.#clock.now());
+  }
+
+  /**
+   * Units in use and leases held across the fleet (reclaiming expired ones first).
+   * @throws RedisUnavailableError when Redis fails (whatever the policy).
+   */
+  async status(): Promise<BudgetStatus> {
+    try {
+      const r = (await this.#eval(budgetScripts.status, [], this.#o.timeoutMs)) as number[];
+      return { used: Number(r[0]), leases: Number(r[1]), limit: this.limit };
+    } catch (error) {
+      throw this.#failed('status', error);
+    }
+  }
+
+  /**
+   * Stops admitting (new acquires reject with reason `closed`), rejects waiters with reason
+   * `closed`, releases the leases still held here, stops every timer and closes the subscriber
+   * connection. The caller's `redis` client is left open. Call it after local work has drained.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const w of [...this.#waiters]) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
+    this.#maintenance.stop();
+    for (const lease of [...this.#maintenance.held.values()]) void lease.release();
+    for (const member of this.#maintenance.orphans.keys()) this.#track(this.#releaseMember(member));
+    this.#maintenance.orphans.clear();
+    this.#stopPoll();
+    const sub = this.#subscriber;
+    this.#subscriber = undefined;
+    sub?.disconnect();
+    await Promise.allSettled([...this.#pending]);
+  }
+
+  /** @internal */
+  _releaseLease(lease: Lease): Promise<boolean> {
+    const held = this.#maintenance.held.delete(lease.member);
+    const heldMs = this.#clock.now() - lease.acquiredAt;
+    if (!lease.backed || !held) {
+      this.#emitRelease(lease, heldMs, false);
+      return Promise.resolve(false);
+    }
+    const done = this.#eval(budgetScripts.release, [lease.member], this.#o.timeoutMs).then(
+      (r) => {
+        const removed = Number((r as number[])[0]) === 1;
+        this.#emitRelease(lease, heldMs, removed);
+        return removed;
+      },
+      (error) => {
+        this.#failed('release', error);
+        this.#orphan(lease.member);
+        this.#emitRelease(lease, heldMs, false);
+        return false;
+      },
+    );
+    // Waiters here need not wait for the message to come back from Redis.
+    this.#wake(lease.cost);
+    return this.#track(done);
+  }
+
+  // ---- acquiring -----------------------------------------------------------------------------
+
+  #attempt(w: Waiter): void {
+    w.attempting = true;
+    w.recheck = false;
+    const member = `${this.#instance}:${++this.#seq}#${w.o.cost}`;
+    const args = [member, w.o.cost, this.limit, this.#o.leaseTtlMs];
+    const onLate = (r: unknown) => this.#releaseLate(r, member);
+    this.#eval(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
+      (r) => {
+        w.attempting = false;
+        const [granted, used] = r as [number, number];
+        if (w.settled) {
+          if (Number(granted) === 1) this.#releaseLate(r, member);
+          return;
+        }
+        w.used = Number(used);
+        if (Number(granted) === 1) return this.#grant(w, member, true);
+        this.#refused(w);
+      },
+      (error) => {
+        w.attempting = false;
+        if (w.settled) return;
+        const failure = this.#failed('acquire', error);
+        if (this.failurePolicy === 'failOpen') this.#grant(w, member, false);
+        else this.#settle(w, failure);
+      },
+    );
+  }
+
+  #refused(w: Waiter): void {
+    const waited = this.#clock.now() - w.start;
+    if (w.o.maxWaitMs === 0 || waited >= w.o.maxWaitMs) {
+      this.#settle(w, this.#refusal(w.o.maxWaitMs === 0 ? 'limit' : 'expired', w.o.cost, w.used));
+      return;
+    }
+    if (!w.queued) {
+      w.queued = true;
+      this.#waiters.push(w);
+      this.#subscribe();
+      this.#startPoll();
+    }
+    if (w.recheck) this.#attempt(w);
+  }
+
+  #grant(w: Waiter, member: string, backed: boolean): void {
+    const id = member.slice(0, member.lastIndexOf('#'));
+    const now = this.#clock.now();
+    const lease = new Lease(this, id, w.o.cost, backed, now);
+    if (backed) {
+      this.#maintenance.held.set(member, lease);
+      this.#maintenance.wake();
+    }
+    if (this.listenerCount('acquire') > 0) {
+      this.emit('acquire', {
+        id,
+        cost: w.o.cost,
+        backed,
+        used: backed ? w.used : Number.NaN,
+        limit: this.limit,
+        waitedMs: now - w.start,
+      });
+    }
+    this.#settle(w, undefined, lease);
+  }
+
+  #expire(w: Waiter): void {
+    w.timer = undefined;
+    this.#settle(w, this.#refusal('expired', w.o.cost, w.used));
+  }
+
+  /** Ends a waiter once: with a lease, or with an error. */
+  #settle(w: Waiter, error: unknown, lease?: Lease): void {
+    if (w.settled) return;
+    w.settled = true;
+    if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
+    w.timer = undefined;
+    if (w.onAbort !== undefined) w.o.signal?.removeEventListener('abort', w.onAbort);
+    w.onAbort = undefined;
+    if (w.queued) {
+      w.queued = false;
+      const i = this.#waiters.indexOf(w);
+      if (i >= 0) this.#waiters.splice(i, 1);
+      if (this.#waiters.length === 0) this.#stopPoll();
+    }
+    if (lease !== undefined) w.resolve(lease);
+    else w.reject(error);
+  }
+
+  #refusal(reason: RejectReason, cost: number, used: number, cause?: unknown): LimitExceededError {
+    if (this.listenerCount('reject') > 0) {
+      this.emit('reject', { reason, cost, used, limit: this.limit });
+    }
+    const what = Number.isNaN(used) ? '' : `: ${used}/${this.limit} units in use`;
+    const message =
+      reason === 'closed'
+        ? `limits: budget "${this.name}" is closed`
+        : reason === 'too_large'
+          ? `limits: cost ${cost} exceeds budget "${this.name}"'s limit of ${this.limit}`
+          : reason === 'aborted'
+            ? `limits: acquire on budget "${this.name}" aborted${what}`
+            : `limits: budget "${this.name}" full${what}${reason === 'expired' ? ' for the whole wait' : ''}`;
+    return new LimitExceededError(message, cause === undefined ? { reason } : { reason, cause });
+  }
+
+  // ---- waking waiters ------------------------------------------------------------------------
+
+  /** `units` were freed somewhere: try as many waiters from the head. */
+  #wake(units: number): void {
+    let budget = units;
+    for (const w of this.#waiters) {
+      if (budget <= 0) break;
+      budget -= w.o.cost;
+      if (w.attempting) w.recheck = true;
+      else this.#attempt(w);
+    }
+  }
+
+  #subscribe(): void {
+    if (this.#subscriber !== undefined || this.#closed) return;
+    const sub = this.#o.redis.duplicate();
+    this.#subscriber = sub;
+    sub.on('error', () => {}); // reconnects by itself; the fallback poll covers the gap
+    sub.on('message', ((channel: string, message: string) => {
+      if (channel === this.#channel) this.#wake(Number(message) || 1);
+    }) as (...args: never[]) => void);
+    sub.subscribe(this.#channel).catch(() => {});
+  }
+
+  #startPoll(): void {
+    if (this.#pollTimer !== undefined) return;
+    this.#pollTimer = this.#clock.setTimeout(() => {
+      this.#pollTimer = undefined;
+      const head = this.#waiters[0];
+      if (head === undefined) return;
+      if (!head.attempting) this.#attempt(head);
+      this.#startPoll();
+    }, this.#o.pollMs);
+  }
+
+  #stopPoll(): void {
+    if (this.#pollTimer !== undefined) this.#clock.clearTimeout(this.#pollTimer);
+    this.#pollTimer = undefined;
+  }
+
+  // ---- renewal, orphans, Redis calls ---------------------------------------------------------
+
+  async #maintain(): Promise<void> {
+    const m = this.#maintenance;
+    const leases = [...m.held.values()];
+    if (leases.length > 0) {
+      const now = this.#clock.now();
+      try {
+        const args = [this.#o.leaseTtlMs, ...leases.map((l) => l.member)];
+        const flags = (await this.#eval(budgetScripts.renew, args, this.#o.timeoutMs)) as number[];
+        leases.forEach((lease, i) => {
+          if (Number(flags[i]) === 1) lease.renewedAt = now;
+          else if (m.held.delete(lease.member)) this.#lost(lease);
+        });
+      } catch (error) {
+        this.#failed('renew', error);
+      }
+    }
+    const now = this.#clock.now();
+    for (const [member, until] of m.orphans) {
+      if (now >= until) m.orphans.delete(member);
+      else if (await this.#releaseMember(member)) m.orphans.delete(member);
+    }
+  }
+
+  #lost(lease: Lease): void {
+    lease._lose();
+    if (this.listenerCount('leaseLost') > 0) {
+      const heldMs = this.#clock.now() - lease.acquiredAt;
+      this.emit('leaseLost', { id: lease.id, cost: lease.cost, heldMs });
+    }
+  }
+
+  #orphan(member: string): void {
+    if (this.#closed) return;
+    this.#maintenance.orphans.set(member, this.#clock.now() + this.#o.leaseTtlMs);
+    this.#maintenance.wake();
+  }
+
+  /** An acquire that was given up on (timeout, abort) was granted after all: give it back. */
+  #releaseLate(r: unknown, member: string): void {
+    if (Number((r as number[])[0]) !== 1) return;
+    if (this.#closed) this.#track(this.#releaseMember(member));
+    else this.#track(this.#releaseMember(member).then((ok) => ok || this.#orphan(member)));
+  }
+
+  /** Releases a member without a lease object; true when Redis answered. */
+  #releaseMember(member: string): Promise<boolean> {
+    return this.#eval(budgetScripts.release, [member], this.#o.timeoutMs).then(
+      () => true,
+      (error) => {
+        this.#failed('release', error);
+        return false;
+      },
+    );
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+    return p;
+  }
+
+  /**
+   * Runs a script with a timeout. `onLate` gets the reply of a call that answered after its timeout
+   * (ioredis may still send a queued command once Redis is back).
+   */
+  #eval(
+    script: Script,
+    args: readonly (string | number)[],
+    timeoutMs: number,
+    onLate?: (reply: unknown) => void,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const timer = this.#clock.setTimeout(() => {
+        done = true;
+        reject(new RedisTimeoutError(timeoutMs));
+      }, timeoutMs);
+      evalScript(this.#o.redis, script, this.#keys, [this.#channel, ...args]).then(
+        (reply) => {
+          if (done) return onLate?.(reply);
+          done = true;
+          this.#clock.clearTimeout(timer);
+          this.#recovered();
+          resolve(reply);
+        },
+        (error) => {
+          if (done) return;
+          done = true;
+          this.#clock.clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #recovered(): void {
+    if (Number.isNaN(this.#downSince)) return;
+    const downMs = this.#clock.now() - this.#downSince;
+    this.#downSince = Number.NaN;
+    if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
+  }
+
+  /** Records a failure (event each time) and returns the error a `failClosed` call rejects with. */
+  #failed(operation: BudgetOperation, error: unknown): RedisUnavailableError {
+    if (Number.isNaN(this.#downSince)) this.#downSince = this.#clock.now();
+    const timedOut = error instanceof RedisTimeoutError;
+    if (this.listenerCount('redisFailure') > 0) {
+      this.emit('redisFailure', { operation, policy: this.failurePolicy, timedOut, error });
+    }
+    const why = error instanceof Error ? error.message : String(error);
+    return new RedisUnavailableError(
+      `limits: budget "${this.name}": Redis ${operation} failed (${why})`,
+      operation,
+      timedOut,
+      error,
+    );
+  }
+
+  #emitRelease(lease: Lease, heldMs: number, held: boolean): void {
+    if (this.listenerCount('release') > 0) {
+      this.emit('release', { id: lease.id, cost: lease.cost, heldMs, held });
+    }
+  }
+}
