@@ -1,7 +1,13 @@
 import { type AcquireOptions, formatValue, type Limiter, type Permit } from 'limits-core';
 import type { Lease } from './Lease.js';
 import type { BudgetAcquireOptions } from './options.js';
-import type { RedisConcurrencyBudget } from './RedisConcurrencyBudget.js';
+
+/** What {@link BudgetedLimiter} needs of a fleet budget (a {@link RedisConcurrencyBudget}). */
+export interface LeaseSource {
+  acquire(options?: BudgetAcquireOptions): Promise<Lease>;
+  /** The default wait for a lease, in ms. */
+  readonly maxWaitMs: number;
+}
 
 /**
  * A local permit and a fleet lease, completed together: the outcome goes to the local permit (its
@@ -67,12 +73,12 @@ export class BudgetedPermit {
 export class BudgetedLimiter {
   /** The local limiter. */
   readonly limiter: Limiter;
-  /** The fleet budget. */
-  readonly budget: RedisConcurrencyBudget;
+  /** The fleet budget (a {@link RedisConcurrencyBudget}). */
+  readonly budget: LeaseSource;
   readonly #now: () => number;
 
   /** @internal Use {@link RedisConcurrencyBudget.wrap}. */
-  constructor(budget: RedisConcurrencyBudget, limiter: Limiter, now: () => number) {
+  constructor(budget: LeaseSource, limiter: Limiter, now: () => number) {
     if (
       limiter === null ||
       typeof limiter !== 'object' ||

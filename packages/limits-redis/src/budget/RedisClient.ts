@@ -14,7 +14,7 @@ export interface RedisClient {
 /** The part of a duplicated ioredis connection used to wait for release messages. */
 export interface RedisSubscriber {
   subscribe(...channels: string[]): Promise<unknown>;
-  on(event: string, listener: (...args: never[]) => void): unknown;
+  on(event: string, listener: (channel: string, message: string) => void): unknown;
   disconnect(): void;
 }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { type Clock, LimitExceededError, type Limiter, type RejectReason } from 'limits-core';
+import type { Clock, LimitExceededError, Limiter, RejectReason } from 'limits-core';
 import { BudgetedLimiter } from './BudgetedLimiter.js';
 import { type BudgetOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
 import type { BudgetEvents } from './events.js';
@@ -15,9 +15,11 @@ import {
   resolveAcquire,
   resolveBudgetOptions,
 } from './options.js';
-import { evalScript, type RedisSubscriber } from './RedisClient.js';
-import { budgetScripts, type Script } from './scripts.js';
+import { refusal } from './refusal.js';
+import { ScriptCaller } from './ScriptCaller.js';
+import { budgetScripts } from './scripts.js';
 import type { Waiter } from './Waiter.js';
+import { WaitList } from './WaitList.js';
 
 /** Units in use and leases held across the fleet, from {@link RedisConcurrencyBudget.status}. */
 export interface BudgetStatus {
@@ -52,15 +54,11 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   readonly failurePolicy: ResolvedBudgetOptions['failurePolicy'];
   readonly #o: ResolvedBudgetOptions;
   readonly #clock: Clock;
-  readonly #keys: readonly [string, string];
-  readonly #channel: string;
+  readonly #calls: ScriptCaller;
   readonly #instance = randomBytes(6).toString('hex');
   #seq = 0;
   readonly #maintenance: Maintenance;
-  readonly #waiters: Waiter[] = [];
-  #pollTimer: unknown;
-  #subscriber: RedisSubscriber | undefined;
-  #downSince = Number.NaN;
+  readonly #waiters: WaitList;
   readonly #pending = new Set<Promise<unknown>>();
   #closed = false;
 
@@ -78,9 +76,15 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     this.limit = o.limit;
     this.failurePolicy = o.failurePolicy;
     const k = budgetKeys(o.prefix, o.name);
-    this.#keys = [k.leases, k.used];
-    this.#channel = k.channel;
-    this.#maintenance = new Maintenance(o.clock, o.renewEveryMs, () => this.#maintain());
+    const onRecovered = (downMs: number) => {
+      if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
+    };
+    this.#calls = new ScriptCaller(o.redis, [k.leases, k.used], k.channel, o.clock, onRecovered);
+    this.#waiters = new WaitList(o.redis, k.channel, o.clock, o.pollMs, (w) => this.#attempt(w));
+    this.#maintenance = new Maintenance(this.#calls, o.clock, o, {
+      failed: (operation, error) => this.#failed(operation, error),
+      lost: (lease) => this.#lost(lease),
+    });
   }
 
   /** Leases this instance holds now. */
@@ -95,7 +99,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   /** Acquires waiting for a release now. */
   get waiting(): number {
-    return this.#waiters.length;
+    return this.#waiters.size;
   }
 
   /**
@@ -177,7 +181,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
    */
   async status(): Promise<BudgetStatus> {
     try {
-      const r = (await this.#eval(budgetScripts.status, [], this.#o.timeoutMs)) as number[];
+      const r = (await this.#calls.call(budgetScripts.status, [], this.#o.timeoutMs)) as number[];
       return { used: Number(r[0]), leases: Number(r[1]), limit: this.limit };
     } catch (error) {
       throw this.#failed('status', error);
@@ -192,15 +196,13 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const w of [...this.#waiters]) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
+    for (const w of this.#waiters.all()) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
     this.#maintenance.stop();
     for (const lease of [...this.#maintenance.held.values()]) void lease.release();
-    for (const member of this.#maintenance.orphans.keys()) this.#track(this.#releaseMember(member));
+    for (const member of this.#maintenance.orphans.keys())
+      this.#track(this.#maintenance.release(member));
     this.#maintenance.orphans.clear();
-    this.#stopPoll();
-    const sub = this.#subscriber;
-    this.#subscriber = undefined;
-    sub?.disconnect();
+    this.#waiters.close();
     await Promise.allSettled([...this.#pending]);
   }
 
@@ -212,7 +214,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
       this.#emitRelease(lease, heldMs, false);
       return Promise.resolve(false);
     }
-    const done = this.#eval(budgetScripts.release, [lease.member], this.#o.timeoutMs).then(
+    const done = this.#calls.call(budgetScripts.release, [lease.member], this.#o.timeoutMs).then(
       (r) => {
         const removed = Number((r as number[])[0]) === 1;
         this.#emitRelease(lease, heldMs, removed);
@@ -220,13 +222,13 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
       },
       (error) => {
         this.#failed('release', error);
-        this.#orphan(lease.member);
+        this.#maintenance.orphan(lease.member);
         this.#emitRelease(lease, heldMs, false);
         return false;
       },
     );
     // Waiters here need not wait for the message to come back from Redis.
-    this.#wake(lease.cost);
+    this.#waiters.wake(lease.cost);
     return this.#track(done);
   }
 
@@ -238,7 +240,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     const member = `${this.#instance}:${++this.#seq}#${w.o.cost}`;
     const args = [member, w.o.cost, this.limit, this.#o.leaseTtlMs];
     const onLate = (r: unknown) => this.#releaseLate(r, member);
-    this.#eval(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
+    this.#calls.call(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
       (r) => {
         w.attempting = false;
         const [granted, used] = r as [number, number];
@@ -266,12 +268,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
       this.#settle(w, this.#refusal(w.o.maxWaitMs === 0 ? 'limit' : 'expired', w.o.cost, w.used));
       return;
     }
-    if (!w.queued) {
-      w.queued = true;
-      this.#waiters.push(w);
-      this.#subscribe();
-      this.#startPoll();
-    }
+    this.#waiters.add(w);
     if (w.recheck) this.#attempt(w);
   }
 
@@ -309,12 +306,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     w.timer = undefined;
     if (w.onAbort !== undefined) w.o.signal?.removeEventListener('abort', w.onAbort);
     w.onAbort = undefined;
-    if (w.queued) {
-      w.queued = false;
-      const i = this.#waiters.indexOf(w);
-      if (i >= 0) this.#waiters.splice(i, 1);
-      if (this.#waiters.length === 0) this.#stopPoll();
-    }
+    this.#waiters.remove(w);
     if (lease !== undefined) w.resolve(lease);
     else w.reject(error);
   }
@@ -323,82 +315,10 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     if (this.listenerCount('reject') > 0) {
       this.emit('reject', { reason, cost, used, limit: this.limit });
     }
-    const what = Number.isNaN(used) ? '' : `: ${used}/${this.limit} units in use`;
-    const message =
-      reason === 'closed'
-        ? `limits: budget "${this.name}" is closed`
-        : reason === 'too_large'
-          ? `limits: cost ${cost} exceeds budget "${this.name}"'s limit of ${this.limit}`
-          : reason === 'aborted'
-            ? `limits: acquire on budget "${this.name}" aborted${what}`
-            : `limits: budget "${this.name}" full${what}${reason === 'expired' ? ' for the whole wait' : ''}`;
-    return new LimitExceededError(message, cause === undefined ? { reason } : { reason, cause });
-  }
-
-  // ---- waking waiters ------------------------------------------------------------------------
-
-  /** `units` were freed somewhere: try as many waiters from the head. */
-  #wake(units: number): void {
-    let budget = units;
-    for (const w of this.#waiters) {
-      if (budget <= 0) break;
-      budget -= w.o.cost;
-      if (w.attempting) w.recheck = true;
-      else this.#attempt(w);
-    }
-  }
-
-  #subscribe(): void {
-    if (this.#subscriber !== undefined || this.#closed) return;
-    const sub = this.#o.redis.duplicate();
-    this.#subscriber = sub;
-    sub.on('error', () => {}); // reconnects by itself; the fallback poll covers the gap
-    sub.on('message', ((channel: string, message: string) => {
-      if (channel === this.#channel) this.#wake(Number(message) || 1);
-    }) as (...args: never[]) => void);
-    sub.subscribe(this.#channel).catch(() => {});
-  }
-
-  #startPoll(): void {
-    if (this.#pollTimer !== undefined) return;
-    this.#pollTimer = this.#clock.setTimeout(() => {
-      this.#pollTimer = undefined;
-      const head = this.#waiters[0];
-      if (head === undefined) return;
-      if (!head.attempting) this.#attempt(head);
-      this.#startPoll();
-    }, this.#o.pollMs);
-  }
-
-  #stopPoll(): void {
-    if (this.#pollTimer !== undefined) this.#clock.clearTimeout(this.#pollTimer);
-    this.#pollTimer = undefined;
+    return refusal(this.name, this.limit, reason, cost, used, cause);
   }
 
   // ---- renewal, orphans, Redis calls ---------------------------------------------------------
-
-  async #maintain(): Promise<void> {
-    const m = this.#maintenance;
-    const leases = [...m.held.values()];
-    if (leases.length > 0) {
-      const now = this.#clock.now();
-      try {
-        const args = [this.#o.leaseTtlMs, ...leases.map((l) => l.member)];
-        const flags = (await this.#eval(budgetScripts.renew, args, this.#o.timeoutMs)) as number[];
-        leases.forEach((lease, i) => {
-          if (Number(flags[i]) === 1) lease.renewedAt = now;
-          else if (m.held.delete(lease.member)) this.#lost(lease);
-        });
-      } catch (error) {
-        this.#failed('renew', error);
-      }
-    }
-    const now = this.#clock.now();
-    for (const [member, until] of m.orphans) {
-      if (now >= until) m.orphans.delete(member);
-      else if (await this.#releaseMember(member)) m.orphans.delete(member);
-    }
-  }
 
   #lost(lease: Lease): void {
     lease._lose();
@@ -408,28 +328,11 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     }
   }
 
-  #orphan(member: string): void {
-    if (this.#closed) return;
-    this.#maintenance.orphans.set(member, this.#clock.now() + this.#o.leaseTtlMs);
-    this.#maintenance.wake();
-  }
-
   /** An acquire that was given up on (timeout, abort) was granted after all: give it back. */
   #releaseLate(r: unknown, member: string): void {
     if (Number((r as number[])[0]) !== 1) return;
-    if (this.#closed) this.#track(this.#releaseMember(member));
-    else this.#track(this.#releaseMember(member).then((ok) => ok || this.#orphan(member)));
-  }
-
-  /** Releases a member without a lease object; true when Redis answered. */
-  #releaseMember(member: string): Promise<boolean> {
-    return this.#eval(budgetScripts.release, [member], this.#o.timeoutMs).then(
-      () => true,
-      (error) => {
-        this.#failed('release', error);
-        return false;
-      },
-    );
+    const m = this.#maintenance;
+    this.#track(m.release(member).then((ok) => ok || m.orphan(member)));
   }
 
   #track<T>(p: Promise<T>): Promise<T> {
@@ -438,50 +341,9 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     return p;
   }
 
-  /**
-   * Runs a script with a timeout. `onLate` gets the reply of a call that answered after its timeout
-   * (ioredis may still send a queued command once Redis is back).
-   */
-  #eval(
-    script: Script,
-    args: readonly (string | number)[],
-    timeoutMs: number,
-    onLate?: (reply: unknown) => void,
-  ): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      let done = false;
-      const timer = this.#clock.setTimeout(() => {
-        done = true;
-        reject(new RedisTimeoutError(timeoutMs));
-      }, timeoutMs);
-      evalScript(this.#o.redis, script, this.#keys, [this.#channel, ...args]).then(
-        (reply) => {
-          if (done) return onLate?.(reply);
-          done = true;
-          this.#clock.clearTimeout(timer);
-          this.#recovered();
-          resolve(reply);
-        },
-        (error) => {
-          if (done) return;
-          done = true;
-          this.#clock.clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  #recovered(): void {
-    if (Number.isNaN(this.#downSince)) return;
-    const downMs = this.#clock.now() - this.#downSince;
-    this.#downSince = Number.NaN;
-    if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
-  }
-
   /** Records a failure (event each time) and returns the error a `failClosed` call rejects with. */
   #failed(operation: BudgetOperation, error: unknown): RedisUnavailableError {
-    if (Number.isNaN(this.#downSince)) this.#downSince = this.#clock.now();
+    this.#calls.failed();
     const timedOut = error instanceof RedisTimeoutError;
     if (this.listenerCount('redisFailure') > 0) {
       this.emit('redisFailure', { operation, policy: this.failurePolicy, timedOut, error });
