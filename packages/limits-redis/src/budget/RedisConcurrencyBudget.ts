@@ -79,7 +79,8 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     const onRecovered = (downMs: number) => {
       if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
     };
-    this.#calls = new ScriptCaller(o.redis, [k.leases, k.used], k.channel, o.clock, onRecovered);
+    const keys = [k.leases, k.used];
+    this.#calls = new ScriptCaller(o.redis, keys, k.channel, o.clock, o.timeoutMs, onRecovered);
     this.#waiters = new WaitList(o.redis, k.channel, o.clock, o.pollMs, (w) => this.#attempt(w));
     this.#maintenance = new Maintenance(this.#calls, o.clock, o, {
       failed: (operation, error) => this.#failed(operation, error),
@@ -343,7 +344,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   /** Records a failure (event each time) and returns the error a `failClosed` call rejects with. */
   #failed(operation: BudgetOperation, error: unknown): RedisUnavailableError {
-    this.#calls.failed();
+    this.#calls.failed(error);
     const timedOut = error instanceof RedisTimeoutError;
     if (this.listenerCount('redisFailure') > 0) {
       this.emit('redisFailure', { operation, policy: this.failurePolicy, timedOut, error });

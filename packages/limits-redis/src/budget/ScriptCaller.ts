@@ -1,11 +1,14 @@
 import type { Clock } from 'limits-core';
-import { RedisTimeoutError } from './errors.js';
+import { RedisDownError, RedisTimeoutError } from './errors.js';
 import { evalScript, type RedisClient } from './RedisClient.js';
 import type { Script } from './scripts.js';
 
 /**
  * @internal Runs the budget's scripts on its keys, each call bounded by a timeout, and tracks
- * whether Redis is down: the first call that answers after a failure reports the outage's length.
+ * whether Redis is down. While it is down, one call at a time, at most one per `probeEveryMs`, goes
+ * to Redis (the probe); the others fail at once with {@link RedisDownError} instead of each waiting
+ * out its timeout, so an outage adds little latency to calls that `failOpen` lets through. The first
+ * call that answers after a failure ends the outage and reports its length.
  */
 export class ScriptCaller {
   readonly #redis: RedisClient;
@@ -14,14 +17,20 @@ export class ScriptCaller {
   readonly #clock: Clock;
   readonly #onRecovered: (downMs: number) => void;
   #downSince = Number.NaN;
+  #probing = false;
+  #nextProbeAt = 0;
+  readonly #probeEveryMs: number;
+  #lastError: unknown;
 
   constructor(
     redis: RedisClient,
     keys: readonly string[],
     channel: string,
     clock: Clock,
+    probeEveryMs: number,
     onRecovered: (downMs: number) => void,
   ) {
+    this.#probeEveryMs = probeEveryMs;
     this.#redis = redis;
     this.#keys = keys;
     this.#channel = channel;
@@ -29,9 +38,13 @@ export class ScriptCaller {
     this.#onRecovered = onRecovered;
   }
 
-  /** A call failed: Redis counts as down from now (if it was not already). */
-  failed(): void {
-    if (Number.isNaN(this.#downSince)) this.#downSince = this.#clock.now();
+  /** A call failed with `error`: Redis counts as down from now (if it was not already). */
+  failed(error: unknown): void {
+    if (error instanceof RedisDownError) return;
+    this.#lastError = error;
+    if (!Number.isNaN(this.#downSince)) return;
+    this.#downSince = this.#clock.now();
+    this.#nextProbeAt = this.#downSince + this.#probeEveryMs;
   }
 
   /**
@@ -45,16 +58,29 @@ export class ScriptCaller {
     timeoutMs: number,
     onLate?: (reply: unknown) => void,
   ): Promise<unknown> {
+    const probe = !Number.isNaN(this.#downSince);
+    if (probe) {
+      const now = this.#clock.now();
+      if (this.#probing || now < this.#nextProbeAt) {
+        return Promise.reject(new RedisDownError(this.#lastError));
+      }
+      this.#probing = true;
+      this.#nextProbeAt = now + this.#probeEveryMs;
+    }
     return new Promise((resolve, reject) => {
       let done = false;
-      const timer = this.#clock.setTimeout(() => {
+      const end = () => {
         done = true;
+        if (probe) this.#probing = false;
+      };
+      const timer = this.#clock.setTimeout(() => {
+        end();
         reject(new RedisTimeoutError(timeoutMs));
       }, timeoutMs);
       evalScript(this.#redis, script, this.#keys, [this.#channel, ...args]).then(
         (reply) => {
           if (done) return onLate?.(reply);
-          done = true;
+          end();
           this.#clock.clearTimeout(timer);
           if (!Number.isNaN(this.#downSince)) {
             const downMs = this.#clock.now() - this.#downSince;
@@ -65,7 +91,7 @@ export class ScriptCaller {
         },
         (error) => {
           if (done) return;
-          done = true;
+          end();
           this.#clock.clearTimeout(timer);
           reject(error);
         },

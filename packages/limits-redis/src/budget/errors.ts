@@ -36,3 +36,12 @@ export class RedisTimeoutError extends Error {
     this.name = 'TimeoutError';
   }
 }
+
+/** @internal Redis is known to be down and another call is already probing it: failed at once. */
+export class RedisDownError extends Error {
+  constructor(cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super(`limits: Redis is down (${why}); another call is probing it`, { cause });
+    this.name = 'RedisDownError';
+  }
+}
