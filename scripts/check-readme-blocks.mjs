@@ -20,7 +20,7 @@
 // `/** @type {string} */ const API = '';`), not `declare`.
 // Errors are reported as README path:line.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -82,70 +82,90 @@ function preambleBefore(lines, fence) {
   return match === null ? '' : match[1].trim();
 }
 
-// The blocks go into a folder under examples/, whose node_modules resolve the workspace packages.
-const dir = join(root, 'examples', '.readme-blocks');
-rmSync(dir, { recursive: true, force: true });
-mkdirSync(dir, { recursive: true });
-const origin = new Map(); // file name → { readme, line, preambleLines }
+// The blocks go into a folder under examples/, whose node_modules resolve the workspace packages. A
+// package that examples/ does not depend on (limits-redis: its blocks import ioredis) has its README's
+// blocks checked in a folder inside the package instead, where its own dependencies and its own name
+// (a self-reference through its `exports`) resolve.
+const groups = new Map(); // folder → README paths
+for (const readme of readmes) {
+  if (blocksOf(readme).length === 0) continue;
+  const pkg = /^packages[\\/]([^\\/]+)[\\/]README\.md$/.exec(readme)?.[1];
+  const viaExamples = pkg === undefined || existsSync(join(root, 'examples', 'node_modules', pkg));
+  const dir = viaExamples
+    ? join(root, 'examples', '.readme-blocks')
+    : join(root, 'packages', pkg, '.readme-blocks');
+  if (!groups.has(dir)) groups.set(dir, []);
+  groups.get(dir).push(readme);
+}
 let count = 0;
-try {
-  for (const readme of readmes) {
-    for (const block of blocksOf(readme)) {
-      const name = `${readme.replaceAll(/[\\/]/g, '_').replace(/\.md$/, '')}_L${block.line}.${block.js ? 'mjs' : 'ts'}`;
-      const head = [block.js ? '// @ts-check' : '', block.preamble].filter(Boolean).join('\n');
-      const preambleLines = head === '' ? 0 : head.split('\n').length;
-      writeFileSync(
-        join(dir, name),
-        `${head}${head === '' ? '' : '\n'}${block.code}\nexport {};\n`,
-      );
-      origin.set(name, { readme, line: block.line, preambleLines });
-      count++;
-    }
-  }
-  writeFileSync(
-    join(dir, 'package.json'),
-    `${JSON.stringify({ name: 'readme-blocks', private: true, type: 'module' })}\n`,
-  );
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    `${JSON.stringify({
-      extends: '../../tsconfig.base.json',
-      compilerOptions: {
-        noEmit: true,
-        noUnusedLocals: false,
-        noUnusedParameters: false,
-        allowJs: true,
-        checkJs: true,
-      },
-      include: ['*.ts', '*.mjs'],
-    })}\n`,
-  );
-  try {
-    execFileSync(
-      process.execPath,
-      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir],
-      {
-        cwd: dir,
-        encoding: 'utf8',
-        stdio: 'pipe',
-      },
-    );
-  } catch (error) {
-    const out = `${error.stdout ?? ''}${error.stderr ?? ''}`;
-    // "Readme_L19.ts(5,3): error TS…" → "README.md:23:3: error TS…"
-    const mapped = out.replace(/^([^\s(]+)\((\d+),(\d+)\)/gm, (all, file, line, col) => {
-      const o = origin.get(file.split(/[\\/]/).pop());
-      if (o === undefined) return all;
-      const inBlock = Number(line) - o.preambleLines;
-      return inBlock >= 1
-        ? `${o.readme}:${o.line + inBlock - 1}:${col}`
-        : `${o.readme}:${o.line - 1} (the preamble before the block)`;
-    });
-    console.error(`check-readme-blocks: README code blocks that do not typecheck:\n${mapped}`);
-    process.exitCode = 1;
-  }
-} finally {
+for (const [dir, group] of groups) checkGroup(dir, group);
+
+/** Typechecks the blocks of `group` (README paths) in the folder `dir`, removed afterwards. */
+function checkGroup(dir, group) {
   rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const origin = new Map(); // file name → { readme, line, preambleLines }
+  try {
+    for (const readme of group) {
+      for (const block of blocksOf(readme)) {
+        const name = `${readme.replaceAll(/[\\/]/g, '_').replace(/\.md$/, '')}_L${block.line}.${block.js ? 'mjs' : 'ts'}`;
+        const head = [block.js ? '// @ts-check' : '', block.preamble].filter(Boolean).join('\n');
+        const preambleLines = head === '' ? 0 : head.split('\n').length;
+        writeFileSync(
+          join(dir, name),
+          `${head}${head === '' ? '' : '\n'}${block.code}\nexport {};\n`,
+        );
+        origin.set(name, { readme, line: block.line, preambleLines });
+        count++;
+      }
+    }
+    // Inside a package, its own package.json must be the nearest one (type module, self-reference).
+    if (dir.startsWith(join(root, 'examples')))
+      writeFileSync(
+        join(dir, 'package.json'),
+        `${JSON.stringify({ name: 'readme-blocks', private: true, type: 'module' })}\n`,
+      );
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      `${JSON.stringify({
+        extends: relative(dir, join(root, 'tsconfig.base.json')).replaceAll('\\', '/'),
+        compilerOptions: {
+          noEmit: true,
+          noUnusedLocals: false,
+          noUnusedParameters: false,
+          allowJs: true,
+          checkJs: true,
+        },
+        include: ['*.ts', '*.mjs'],
+      })}\n`,
+    );
+    try {
+      execFileSync(
+        process.execPath,
+        [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir],
+        {
+          cwd: dir,
+          encoding: 'utf8',
+          stdio: 'pipe',
+        },
+      );
+    } catch (error) {
+      const out = `${error.stdout ?? ''}${error.stderr ?? ''}`;
+      // "Readme_L19.ts(5,3): error TS…" → "README.md:23:3: error TS…"
+      const mapped = out.replace(/^([^\s(]+)\((\d+),(\d+)\)/gm, (all, file, line, col) => {
+        const o = origin.get(file.split(/[\\/]/).pop());
+        if (o === undefined) return all;
+        const inBlock = Number(line) - o.preambleLines;
+        return inBlock >= 1
+          ? `${o.readme}:${o.line + inBlock - 1}:${col}`
+          : `${o.readme}:${o.line - 1} (the preamble before the block)`;
+      });
+      console.error(`check-readme-blocks: README code blocks that do not typecheck:\n${mapped}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 if (process.exitCode !== 1) {
   console.log(

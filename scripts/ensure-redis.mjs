@@ -4,6 +4,7 @@
 // exits non-zero, so the test command fails with a clear message instead of a spawn error.
 //
 //   node scripts/ensure-redis.mjs
+//   LIMITS_REDIS_NO_INSTALL=1 node scripts/ensure-redis.mjs   only check, never install
 import { execFileSync, spawnSync } from 'node:child_process';
 
 /** True when `cmd` runs (`--version` exits 0). */
@@ -16,7 +17,7 @@ if (has('redis-server') && has('redis-cli')) process.exit(0);
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
-if (isRoot && hasApt) {
+if (isRoot && hasApt && !process.env.LIMITS_REDIS_NO_INSTALL) {
   console.log('ensure-redis: redis-server is missing; installing the Debian package redis-server');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {

@@ -65,3 +65,25 @@ export {
 export { type Classify, defaultClassify, type Outcome } from './permit/outcome.js';
 export { Permit } from './permit/Permit.js';
 export type { PriorityOptions } from './queue/PriorityAging.js';
+export {
+  MemoryQuotaStore,
+  type MemoryQuotaStoreOptions,
+  QuotaStoreFullError,
+} from './quota/MemoryQuotaStore.js';
+export {
+  Quota,
+  type QuotaAlertEvent,
+  type QuotaAxis,
+  type QuotaEvents,
+  type QuotaFailureEvent,
+  type QuotaOptions,
+  type QuotaRefuseEvent,
+  type QuotaResult,
+} from './quota/Quota.js';
+export type {
+  QuotaStore,
+  QuotaStoreAxis,
+  QuotaStoreFailure,
+  QuotaStoreRequest,
+  QuotaStoreVerdict,
+} from './quota/QuotaStore.js';

@@ -1,5 +1,5 @@
 // limits-redis: fleet-wide limits on Redis (see README.md).
-export { BudgetedLimiter, BudgetedPermit } from './budget/BudgetedLimiter.js';
+export { BudgetedLimiter, BudgetedPermit, type LeaseSource } from './budget/BudgetedLimiter.js';
 export { type BudgetOperation, RedisUnavailableError } from './budget/errors.js';
 export type {
   BudgetAcquireEvent,
@@ -18,3 +18,8 @@ export type {
 } from './budget/options.js';
 export type { RedisClient, RedisSubscriber } from './budget/RedisClient.js';
 export { type BudgetStatus, RedisConcurrencyBudget } from './budget/RedisConcurrencyBudget.js';
+export {
+  RedisQuotaStore,
+  type RedisQuotaStoreOptions,
+  type RedisScriptClient,
+} from './quota/RedisQuotaStore.js';

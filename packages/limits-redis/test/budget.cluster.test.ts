@@ -26,7 +26,7 @@ describe.each(clients)(
       const client = make();
       try {
         for (const name of ['orders-db', 'a}b{c', 'tenant:42']) {
-          const k = budgetKeys('limits:budget:', name);
+          const k = budgetKeys('limits:budget', name);
           const slots = await Promise.all(
             [k.leases, k.used, k.channel].map((key) => client.cluster('KEYSLOT', key)),
           );
@@ -41,18 +41,16 @@ describe.each(clients)(
       const a = make();
       const b = make();
       const name = `cluster-${Math.random().toString(36).slice(2)}`;
-      const holder = new RedisConcurrencyBudget({
-        redis: a,
+      const holder = new RedisConcurrencyBudget(a, {
         name,
         limit: 2,
-        failurePolicy: 'failClosed',
+        onFailure: 'closed',
         timeoutMs: 2_000,
       });
-      const waiter = new RedisConcurrencyBudget({
-        redis: b,
+      const waiter = new RedisConcurrencyBudget(b, {
         name,
         limit: 2,
-        failurePolicy: 'failClosed',
+        onFailure: 'closed',
         timeoutMs: 2_000,
         pollMs: 60_000,
         maxWaitMs: 10_000,
@@ -67,7 +65,7 @@ describe.each(clients)(
             a.nodes('master').map(async (node) => {
               const [, subs] = (await node.pubsub(
                 'NUMSUB',
-                budgetKeys('limits:budget:', name).channel,
+                budgetKeys('limits:budget', name).channel,
               )) as [string, number];
               return Number(subs);
             }),

@@ -95,11 +95,10 @@ describe('RedisConcurrencyBudget across processes', () => {
     const { held } = await nextMessage<{ held: string[] }>(holder);
     expect(held).toHaveLength(3);
     const redis = new Redis(server.port, '127.0.0.1');
-    const budget = new RedisConcurrencyBudget({
-      redis,
+    const budget = new RedisConcurrencyBudget(redis, {
       name,
       limit: 3,
-      failurePolicy: 'failClosed',
+      onFailure: 'closed',
       pollMs: 50,
     });
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetKeys, encodeKeyPart } from '../src/budget/keys.js';
+import { budgetKeys } from '../src/budget/keys.js';
 import { RedisConcurrencyBudget } from '../src/index.js';
 
 /** A client that must never be called: option checks happen before any Redis call. */
@@ -10,21 +10,23 @@ const redis = {
     throw new Error('not called');
   },
 };
-const base = { redis, name: 'db', limit: 4, failurePolicy: 'failClosed' } as const;
-const make = (extra: Record<string, unknown>) =>
-  new RedisConcurrencyBudget({ ...base, ...extra } as never);
+const base = { name: 'db', limit: 4, onFailure: 'closed' } as const;
+const make = (extra: Record<string, unknown>, client: unknown = redis) =>
+  new RedisConcurrencyBudget(client as never, { ...base, ...extra } as never);
 
 describe('RedisConcurrencyBudget options', () => {
   it('refuses to construct without an explicit failure policy, saying what to choose', () => {
-    expect(() => make({ failurePolicy: undefined })).toThrow(
-      /option "failurePolicy" is required: "failOpen" .* or "failClosed"/,
+    expect(() => make({ onFailure: undefined })).toThrow(
+      /option "onFailure" is required: "open" .* or "closed"/,
     );
-    expect(() => new RedisConcurrencyBudget(undefined as never)).toThrow(TypeError);
+    expect(() => new RedisConcurrencyBudget(redis as never, undefined as never)).toThrow(
+      /needs options \{ name, limit, onFailure \}/,
+    );
   });
 
-  it('refuses a failure policy that is not failOpen or failClosed', () => {
-    expect(() => make({ failurePolicy: 'open' })).toThrow(RangeError);
-    expect(() => make({ failurePolicy: true })).toThrow(TypeError);
+  it('refuses a failure policy that is not open or closed', () => {
+    expect(() => make({ onFailure: 'failOpen' })).toThrow(RangeError);
+    expect(() => make({ onFailure: true })).toThrow(TypeError);
   });
 
   it('refuses an unknown option with the nearest valid name', () => {
@@ -32,8 +34,9 @@ describe('RedisConcurrencyBudget options', () => {
   });
 
   it('refuses a missing or bad redis client, name and limit', () => {
-    expect(() => make({ redis: undefined })).toThrow(/option "redis" must be an ioredis client/);
-    expect(() => make({ redis: {} })).toThrow(TypeError);
+    expect(() => make({}, null)).toThrow(/RedisConcurrencyBudget needs an ioredis client/);
+    expect(() => make({}, {})).toThrow(TypeError);
+    expect(() => make({ redis })).toThrow(/unknown option "redis"/);
     expect(() => make({ name: undefined })).toThrow(/option "name" must be a non-empty string/);
     expect(() => make({ name: '' })).toThrow(RangeError);
     expect(() => make({ limit: undefined })).toThrow(/option "limit" is required/);
@@ -52,7 +55,10 @@ describe('RedisConcurrencyBudget options', () => {
     expect(() => make({ timeoutMs: Infinity })).toThrow(RangeError);
     expect(() => make({ maxWaitMs: -1 })).toThrow(RangeError);
     expect(() => make({ pollMs: 0 })).toThrow(RangeError);
-    expect(() => make({ prefix: 'a{b}:' })).toThrow(/option "prefix" must be a string without/);
+    expect(() => make({ prefix: 'a{b}' })).toThrow(
+      /option "prefix" must be a non-empty string without/,
+    );
+    expect(() => make({ prefix: '' })).toThrow(RangeError);
     expect(() => make({ clock: { now: () => 0 } })).toThrow(/option "clock.setTimeout"/);
     expect(make({ maxWaitMs: Infinity }).maxWaitMs).toBe(Infinity);
   });
@@ -85,15 +91,16 @@ describe('RedisConcurrencyBudget options', () => {
 
 describe('budget keys', () => {
   it('share one hash tag, so every script touches one Cluster slot', () => {
-    const k = budgetKeys('limits:budget:', 'orders-db');
+    const k = budgetKeys('limits:budget', 'orders-db');
     expect(k.leases).toBe('limits:budget:{orders-db}:leases');
     expect(k.used).toBe('limits:budget:{orders-db}:used');
   });
 
   it('encode a name so it cannot close the hash tag or reach another key', () => {
-    const k = budgetKeys('p:', 'a}:{b%');
+    const k = budgetKeys('p', 'a}:{b%');
     expect(k.leases).toBe('p:{a%7D%3A%7Bb%25}:leases');
-    expect(encodeKeyPart("x y!*'()~é")).toBe('x%20y%21%2A%27%28%29%7E%C3%A9');
-    expect(encodeKeyPart('a}')).not.toBe(encodeKeyPart('a%7D'));
+    expect(budgetKeys('p', "x y!*'()é").used).toBe('p:{x%20y%21%2A%27%28%29%C3%A9}:used');
+    expect(budgetKeys('p', 'a}').leases).not.toBe(budgetKeys('p', 'a%7D').leases);
+    expect(() => budgetKeys('p', '\ud800')).toThrow(TypeError);
   });
 });

@@ -41,11 +41,10 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   const open: RedisConcurrencyBudget[] = [];
   let n = 0;
   const budget = (o: Partial<RedisConcurrencyBudgetOptions> = {}, client = redis) => {
-    const b = new RedisConcurrencyBudget({
-      redis: client,
+    const b = new RedisConcurrencyBudget(client, {
       name: `b${++n}-${Math.random().toString(36).slice(2)}`,
       limit: 2,
-      failurePolicy: 'failClosed',
+      onFailure: 'closed',
       ...o,
     });
     open.push(b);
@@ -98,11 +97,10 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     const other = make(server.port);
     try {
       const holder = budget({ limit: 1 });
-      const shared = new RedisConcurrencyBudget({
-        redis: other,
+      const shared = new RedisConcurrencyBudget(other, {
         name: holder.name,
         limit: 1,
-        failurePolicy: 'failClosed',
+        onFailure: 'closed',
         pollMs: 60_000,
         maxWaitMs: 10_000,
       });
@@ -214,7 +212,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(await zcard(b)).toBe(0);
   });
 
-  it('answers within the timeout when Redis is slow (failClosed), and gives back a grant that arrives late', async () => {
+  it('answers within the timeout when Redis is slow (onFailure closed), and gives back a grant that arrives late', async () => {
     const b = budget({ limit: 2, timeoutMs: 100 });
     const failures: BudgetRedisFailureEvent[] = [];
     b.on('redisFailure', (e) => failures.push(e));
@@ -234,9 +232,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     });
     expect(elapsed).toBeGreaterThanOrEqual(95);
     expect(elapsed).toBeLessThan(250);
-    expect(failures).toMatchObject([
-      { operation: 'acquire', policy: 'failClosed', timedOut: true },
-    ]);
+    expect(failures).toMatchObject([{ operation: 'acquire', policy: 'closed', timedOut: true }]);
     // The script ran once the pause ended and granted a lease nobody holds: it is given back.
     await waitFor('the late grant to be released', () => released.length === 1, 3_000);
     expect(released).toEqual(['1']);
@@ -382,17 +378,17 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
 });
 
 describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
-  it('failClosed rejects within the timeout, failOpen passes, both emit; both recover after a restart', async () => {
+  it('with onFailure closed a call is rejected within the timeout, with open it passes, both emit; both recover after a restart', async () => {
     const redis = make(server.port);
     const name = `outage-${Math.random().toString(36).slice(2)}`;
-    const common = { redis, name, limit: 5, timeoutMs: 150 } as const;
-    const closed = new RedisConcurrencyBudget({ ...common, failurePolicy: 'failClosed' });
-    const open = new RedisConcurrencyBudget({ ...common, failurePolicy: 'failOpen' });
+    const common = { name, limit: 5, timeoutMs: 150 } as const;
+    const closed = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'closed' });
+    const open = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'open' });
     const events: { policy: string; operation: string }[] = [];
     const recovered: string[] = [];
     for (const b of [closed, open]) {
       b.on('redisFailure', (e) => events.push({ policy: e.policy, operation: e.operation }));
-      b.on('redisRecovered', () => recovered.push(b.failurePolicy));
+      b.on('redisRecovered', () => recovered.push(b.onFailure));
     }
     try {
       const held: Lease = await closed.acquire();
@@ -436,9 +432,9 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
 
       expect(events).toEqual(
         expect.arrayContaining([
-          { policy: 'failClosed', operation: 'acquire' },
-          { policy: 'failOpen', operation: 'acquire' },
-          { policy: 'failClosed', operation: 'release' },
+          { policy: 'closed', operation: 'acquire' },
+          { policy: 'open', operation: 'acquire' },
+          { policy: 'closed', operation: 'release' },
         ]),
       );
 
@@ -447,7 +443,7 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
       for (const b of [closed, open]) {
         let lease: Lease | undefined;
         await waitFor(
-          `${b.failurePolicy} to recover`,
+          `${b.onFailure} to recover`,
           async () => {
             lease = await b.acquire().catch(() => undefined);
             return lease?.backed === true;
@@ -458,7 +454,7 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
         await waitFor('late grants to be given back', async () => (await b.status()).used === 1);
         await lease?.release();
       }
-      expect(recovered.sort()).toEqual(['failClosed', 'failOpen']);
+      expect(recovered.sort()).toEqual(['closed', 'open']);
       await waitFor('every lease back', async () => (await closed.status()).used === 0);
     } finally {
       await closed.close();

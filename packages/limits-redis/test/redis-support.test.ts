@@ -1,3 +1,8 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -24,6 +29,7 @@ describe('the test Redis', () => {
 
   it('restarts empty on the same port after a stop', async () => {
     const client = new Redis(redis.port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    client.on('error', () => {}); // reconnect attempts while the server is stopped
     try {
       await client.set('k', 'v');
       await redis.stop();
@@ -57,6 +63,29 @@ describe('the test Redis Cluster', () => {
       expect(client.nodes('master')).toHaveLength(3);
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+describe('scripts/ensure-redis.mjs', () => {
+  const script = fileURLToPath(new URL('../../../scripts/ensure-redis.mjs', import.meta.url));
+
+  it('exits 0 when redis-server and redis-cli are on PATH', () => {
+    expect(spawnSync(process.execPath, [script]).status).toBe(0);
+  });
+
+  it('says what to install and exits 1 when redis-server is missing and it may not install', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'limits-no-redis-'));
+    try {
+      const r = spawnSync(process.execPath, [script], {
+        env: { PATH: bin, LIMITS_REDIS_NO_INSTALL: '1' },
+        encoding: 'utf8',
+      });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/need `redis-server` and `redis-cli`/);
+      expect(r.stderr).toMatch(/apt-get install -y redis-server/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 });

@@ -17,7 +17,7 @@ export interface LeaseSource {
 export class BudgetedPermit {
   /** The local limiter's permit. */
   readonly permit: Permit;
-  /** The fleet lease (`lease.backed` is false when `failOpen` let the call through without Redis). */
+  /** The fleet lease (`lease.backed` is false when `onFailure: 'open'` let the call through without Redis). */
   readonly lease: Lease;
 
   /** @internal Made by {@link BudgetedLimiter.acquire}. */

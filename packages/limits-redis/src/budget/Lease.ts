@@ -19,7 +19,7 @@ export class Lease {
   /** Units held. */
   readonly cost: number;
   /**
-   * Whether Redis holds the lease. `false` for a lease granted by `failurePolicy: 'failOpen'` while
+   * Whether Redis holds the lease. `false` for a lease granted by `onFailure: 'open'` while
    * Redis failed: only local limits protected that call.
    */
   readonly backed: boolean;

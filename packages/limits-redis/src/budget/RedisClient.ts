@@ -9,6 +9,11 @@ export interface RedisClient {
   eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   /** A new connection with the same options: the budget subscribes to release messages on it. */
   duplicate(): RedisSubscriber;
+  /**
+   * ioredis' connection state, when present: `"reconnecting"`, `"close"` or `"end"` fails a call at
+   * once (by the failure policy) instead of parking it in the client's offline queue.
+   */
+  readonly status?: string;
 }
 
 /** The part of a duplicated ioredis connection used to wait for release messages. */

@@ -9,12 +9,14 @@ import { Lease, type LeaseOwner } from './Lease.js';
 import { Maintenance } from './Maintenance.js';
 import {
   type BudgetAcquireOptions,
+  type FailurePolicy,
   type RedisConcurrencyBudgetOptions,
   type ResolvedAcquire,
   type ResolvedBudgetOptions,
   resolveAcquire,
   resolveBudgetOptions,
 } from './options.js';
+import type { RedisClient } from './RedisClient.js';
 import { refusal } from './refusal.js';
 import { ScriptCaller } from './ScriptCaller.js';
 import { budgetScripts } from './scripts.js';
@@ -34,13 +36,13 @@ export interface BudgetStatus {
  * script each (one round trip); every script first reclaims expired leases, so a crashed holder's
  * leases free themselves after `leaseTtlMs`; live holders renew theirs automatically. Callers that
  * wait are woken by a pub/sub message on each release (a second connection), with a bounded
- * fallback poll. When Redis fails or is slower than `timeoutMs`, `failurePolicy` decides, an event
+ * fallback poll. When Redis fails or is slower than `timeoutMs`, `onFailure` decides, an event
  * reports it, and no call waits past its bounds. Compose it with a local {@link Limiter} with
  * {@link RedisConcurrencyBudget.wrap}.
  *
  * @example
  * ```ts
- * const budget = new RedisConcurrencyBudget({ redis, name: 'orders-db', limit: 40, failurePolicy: 'failOpen' });
+ * const budget = new RedisConcurrencyBudget(redis, { name: 'orders-db', limit: 40, onFailure: 'open' });
  * const db = budget.wrap(new Limiter({ limit: new VegasLimit({ maxLimit: 20 }) }));
  * const rows = await db.run(() => pool.query(sql), { timeoutMs: 500 });
  * ```
@@ -50,8 +52,8 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   readonly name: string;
   /** Units that may be in flight across the fleet. */
   readonly limit: number;
-  /** What happens when Redis fails. */
-  readonly failurePolicy: ResolvedBudgetOptions['failurePolicy'];
+  /** What happens when Redis fails: `'open'` or `'closed'`. */
+  readonly onFailure: FailurePolicy;
   readonly #o: ResolvedBudgetOptions;
   readonly #clock: Clock;
   readonly #calls: ScriptCaller;
@@ -63,25 +65,28 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   #closed = false;
 
   /**
-   * @param options - see {@link RedisConcurrencyBudgetOptions}; `redis`, `name`, `limit` and
-   *   `failurePolicy` are required.
+   * @param redis - an ioredis 5 or 6 `Redis` or `Cluster` (or any {@link RedisClient}), owned by the
+   *   caller: the budget never closes it. The budget opens one more connection with
+   *   `redis.duplicate()` the first time a caller waits (pub/sub), and closes it in `close()`.
+   * @param options - see {@link RedisConcurrencyBudgetOptions}; `name`, `limit` and `onFailure` are
+   *   required.
    * @throws TypeError/RangeError naming the option, before anything is built.
    */
-  constructor(options: RedisConcurrencyBudgetOptions) {
+  constructor(redis: RedisClient, options: RedisConcurrencyBudgetOptions) {
     super();
-    const o = resolveBudgetOptions(options);
+    const o = resolveBudgetOptions(redis, options);
     this.#o = o;
     this.#clock = o.clock;
     this.name = o.name;
     this.limit = o.limit;
-    this.failurePolicy = o.failurePolicy;
+    this.onFailure = o.onFailure;
     const k = budgetKeys(o.prefix, o.name);
     const onRecovered = (downMs: number) => {
       if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
     };
     const keys = [k.leases, k.used];
-    this.#calls = new ScriptCaller(o.redis, keys, k.channel, o.clock, o.timeoutMs, onRecovered);
-    this.#waiters = new WaitList(o.redis, k.channel, o.clock, o.pollMs, (w) => this.#attempt(w));
+    this.#calls = new ScriptCaller(redis, keys, k.channel, o.clock, o.timeoutMs, onRecovered);
+    this.#waiters = new WaitList(redis, k.channel, o.clock, o.pollMs, (w) => this.#attempt(w));
     this.#maintenance = new Maintenance(this.#calls, o.clock, o, {
       failed: (operation, error) => this.#failed(operation, error),
       lost: (lease) => this.#lost(lease),
@@ -109,7 +114,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
    * @returns the lease; release it when the work really ends.
    * @throws (as a rejected promise) LimitExceededError with reason `limit` (full, no wait), `expired`
    *   (full for the whole wait), `aborted`, `too_large` (cost > limit) or `closed`;
-   *   {@link RedisUnavailableError} when Redis fails and the policy is `failClosed`; TypeError/
+   *   {@link RedisUnavailableError} when Redis fails and `onFailure` is `'closed'`; TypeError/
    *   RangeError for bad options, before anything changes.
    */
   acquire(options?: BudgetAcquireOptions): Promise<Lease> {
@@ -257,7 +262,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
         w.attempting = false;
         if (w.settled) return;
         const failure = this.#failed('acquire', error);
-        if (this.failurePolicy === 'failOpen') this.#grant(w, member, false);
+        if (this.onFailure === 'open') this.#grant(w, member, false);
         else this.#settle(w, failure);
       },
     );
@@ -342,12 +347,12 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     return p;
   }
 
-  /** Records a failure (event each time) and returns the error a `failClosed` call rejects with. */
+  /** Records a failure (event each time) and returns the error an `onFailure: 'closed'` call rejects with. */
   #failed(operation: BudgetOperation, error: unknown): RedisUnavailableError {
     this.#calls.failed(error);
     const timedOut = error instanceof RedisTimeoutError;
     if (this.listenerCount('redisFailure') > 0) {
-      this.emit('redisFailure', { operation, policy: this.failurePolicy, timedOut, error });
+      this.emit('redisFailure', { operation, policy: this.onFailure, timedOut, error });
     }
     const why = error instanceof Error ? error.message : String(error);
     return new RedisUnavailableError(

@@ -5,9 +5,10 @@ import type { Script } from './scripts.js';
 
 /**
  * @internal Runs the budget's scripts on its keys, each call bounded by a timeout, and tracks
- * whether Redis is down. While it is down, one call at a time, at most one per `probeEveryMs`, goes
+ * whether Redis is down. A client that says it lost its connection (ioredis `status`
+ * `"reconnecting"`, `"close"` or `"end"`) fails the call at once. While it is down, one call at a time, at most one per `probeEveryMs`, goes
  * to Redis (the probe); the others fail at once with {@link RedisDownError} instead of each waiting
- * out its timeout, so an outage adds little latency to calls that `failOpen` lets through. The first
+ * out its timeout, so an outage adds little latency to calls that `onFailure: 'open'` lets through. The first
  * call that answers after a failure ends the outage and reports its length.
  */
 export class ScriptCaller {
@@ -58,6 +59,14 @@ export class ScriptCaller {
     timeoutMs: number,
     onLate?: (reply: unknown) => void,
   ): Promise<unknown> {
+    // Disconnected: answer at once rather than park the call in ioredis' offline queue. (A client
+    // still making its first connection, or a lazy one, gets the call: the timeout bounds it.)
+    const status = this.#redis.status;
+    if (status === 'reconnecting' || status === 'close' || status === 'end') {
+      return Promise.reject(
+        new Error(`limits: Redis is not connected (client status "${status}")`),
+      );
+    }
     const probe = !Number.isNaN(this.#downSince);
     if (probe) {
       const now = this.#clock.now();

@@ -4,8 +4,8 @@ import { LimitsError } from 'limits-core';
 export type BudgetOperation = 'acquire' | 'release' | 'renew' | 'status';
 
 /**
- * Redis failed or did not answer within `timeoutMs`, and the budget's `failurePolicy` is
- * `'failClosed'`: the call is refused. `code` is `REDIS_UNAVAILABLE`; `cause` is the client's error
+ * Redis failed or did not answer within `timeoutMs`, and the budget's `onFailure` is
+ * `'closed'`: the call is refused. `code` is `REDIS_UNAVAILABLE`; `cause` is the client's error
  * (or the timeout).
  */
 export class RedisUnavailableError extends LimitsError {

@@ -2,7 +2,7 @@ import type { RejectReason } from 'limits-core';
 import type { BudgetOperation } from './errors.js';
 import type { FailurePolicy } from './options.js';
 
-/** A lease was granted (`backed: false` when `failOpen` let the call through without Redis). */
+/** A lease was granted (`backed: false` when `onFailure: 'open'` let the call through without Redis). */
 export interface BudgetAcquireEvent {
   id: string;
   cost: number;

@@ -11,8 +11,11 @@ import {
 } from 'limits-core';
 import type { RedisClient } from './RedisClient.js';
 
-/** What a budget does when Redis fails or does not answer within `timeoutMs`. */
-export type FailurePolicy = 'failOpen' | 'failClosed';
+/**
+ * What a budget does when Redis fails, is not connected or does not answer within `timeoutMs`:
+ * `'open'` lets the call through, `'closed'` refuses it (the same words as `RedisQuotaStore`).
+ */
+export type FailurePolicy = 'open' | 'closed';
 
 /**
  * Options of {@link RedisConcurrencyBudget}. Every option is checked at construction: an unknown
@@ -20,22 +23,16 @@ export type FailurePolicy = 'failOpen' | 'failClosed';
  * RangeError. Every instance sharing a budget `name` should use the same `limit` and `leaseTtlMs`.
  */
 export interface RedisConcurrencyBudgetOptions {
-  /**
-   * An ioredis client (v5 or v6, `Redis` or `Cluster`), owned by the caller (the budget never closes
-   * it). The budget also opens one subscriber connection with `redis.duplicate()`, the first time a
-   * caller waits, and closes it in `close()`. Required.
-   */
-  redis: RedisClient;
   /** The budget's name: every instance using the same name shares one cap. A non-empty string. Required. */
   name: string;
   /** Units that may be in flight across the fleet, an integer ≥ 1. Required. */
   limit: number;
   /**
-   * When Redis fails or does not answer within `timeoutMs`: `'failOpen'` lets the call through with
-   * an unbacked lease (only the local limits protect the downstream), `'failClosed'` rejects it with
-   * {@link RedisUnavailableError}. Required: there is no default, each service decides.
+   * When Redis fails, is not connected or does not answer within `timeoutMs`: `'open'` lets the call
+   * through with an unbacked lease (only the local limits protect the downstream), `'closed'` rejects
+   * it with {@link RedisUnavailableError}. Required: neither is a safe default for every service.
    */
-  failurePolicy: FailurePolicy;
+  onFailure: FailurePolicy;
   /**
    * How long a lease lives without renewal, in ms (Redis time), an integer ≥ 10. A holder that
    * crashes frees its leases after this long; a live holder renews its leases automatically.
@@ -48,7 +45,7 @@ export interface RedisConcurrencyBudgetOptions {
    * @default leaseTtlMs / 3
    */
   renewEveryMs?: number;
-  /** Longest time one Redis call may take before `failurePolicy` applies, in ms, > 0. @default 250 */
+  /** Longest time one Redis call may take before `onFailure` applies, in ms, > 0. @default 200 */
   timeoutMs?: number;
   /**
    * Default time an `acquire` waits for a lease when the budget is full, in ms, ≥ 0 or `Infinity`;
@@ -62,7 +59,11 @@ export interface RedisConcurrencyBudgetOptions {
    * @default 1000
    */
   pollMs?: number;
-  /** Prefix of the budget's Redis keys and channel; no `{` or `}` (the name is the hash tag). @default 'limits:budget:' */
+  /**
+   * Prefix of the budget's Redis keys and channel (`<prefix>:{<name>}:leases`), non-empty, no `{` or
+   * `}` (the name is the hash tag).
+   * @default 'limits:budget'
+   */
   prefix?: string;
   /** Time source and timers for timeouts, waits and renewals. @default the system clock */
   clock?: Clock;
@@ -81,10 +82,9 @@ export interface BudgetAcquireOptions {
 }
 
 const OPTION_KEYS = [
-  'redis',
   'name',
   'limit',
-  'failurePolicy',
+  'onFailure',
   'leaseTtlMs',
   'renewEveryMs',
   'timeoutMs',
@@ -94,14 +94,14 @@ const OPTION_KEYS = [
   'clock',
 ];
 const ACQUIRE_KEYS = ['signal', 'cost', 'maxWaitMs', 'timeoutMs'];
-const POLICIES: readonly FailurePolicy[] = ['failOpen', 'failClosed'];
+const POLICIES: readonly FailurePolicy[] = ['open', 'closed'];
 
 /** @internal Options after checks and defaults. */
 export interface ResolvedBudgetOptions {
   redis: RedisClient;
   name: string;
   limit: number;
-  failurePolicy: FailurePolicy;
+  onFailure: FailurePolicy;
   leaseTtlMs: number;
   renewEveryMs: number;
   timeoutMs: number;
@@ -114,13 +114,7 @@ export interface ResolvedBudgetOptions {
 const WHERE = 'RedisConcurrencyBudget';
 
 /** @internal Checks every option (before anything is built). */
-export function resolveBudgetOptions(options: unknown): ResolvedBudgetOptions {
-  if (options === undefined) {
-    throw new TypeError(`limits: ${WHERE} needs options { redis, name, limit, failurePolicy }`);
-  }
-  checkKeys(WHERE, options, OPTION_KEYS);
-  const o = options as Partial<RedisConcurrencyBudgetOptions>;
-  const redis = o.redis as unknown;
+export function resolveBudgetOptions(redis: unknown, options: unknown): ResolvedBudgetOptions {
   if (
     redis === null ||
     typeof redis !== 'object' ||
@@ -129,9 +123,14 @@ export function resolveBudgetOptions(options: unknown): ResolvedBudgetOptions {
     typeof (redis as RedisClient).duplicate !== 'function'
   ) {
     throw new TypeError(
-      `limits: option "redis" must be an ioredis client (with evalsha, eval and duplicate), got ${formatValue(redis)}`,
+      `limits: ${WHERE} needs an ioredis client (with evalsha, eval and duplicate), got ${formatValue(redis)}`,
     );
   }
+  if (options === undefined) {
+    throw new TypeError(`limits: ${WHERE} needs options { name, limit, onFailure }`);
+  }
+  checkKeys(WHERE, options, OPTION_KEYS);
+  const o = options as Partial<RedisConcurrencyBudgetOptions>;
   const name = checkString('name', o.name);
   if (name === undefined || name === '') {
     throw new (name === undefined ? TypeError : RangeError)(
@@ -142,12 +141,12 @@ export function resolveBudgetOptions(options: unknown): ResolvedBudgetOptions {
     throw new TypeError('limits: option "limit" is required: an integer ≥ 1, the fleet-wide cap');
   }
   const limit = checkNumber('limit', o.limit, 0, { min: 1, integer: true });
-  if (o.failurePolicy === undefined) {
+  if (o.onFailure === undefined) {
     throw new TypeError(
-      `limits: option "failurePolicy" is required: "failOpen" (calls pass when Redis is down) or "failClosed" (they are refused)`,
+      'limits: option "onFailure" is required: "open" (calls pass while Redis is unreachable, held by local limits only) or "closed" (they are refused)',
     );
   }
-  const failurePolicy = checkOneOf('failurePolicy', o.failurePolicy, 'failClosed', POLICIES);
+  const onFailure = checkOneOf('onFailure', o.onFailure, 'closed', POLICIES);
   const leaseTtlMs = checkNumber('leaseTtlMs', o.leaseTtlMs, 10_000, { min: 10, integer: true });
   const renewEveryMs = checkNumber('renewEveryMs', o.renewEveryMs, leaseTtlMs / 3, {
     min: 0,
@@ -158,13 +157,13 @@ export function resolveBudgetOptions(options: unknown): ResolvedBudgetOptions {
       `limits: option "renewEveryMs" must be < "leaseTtlMs" (${leaseTtlMs}), got ${renewEveryMs}`,
     );
   }
-  const timeoutMs = checkNumber('timeoutMs', o.timeoutMs, 250, { min: 0, minExclusive: true });
+  const timeoutMs = checkNumber('timeoutMs', o.timeoutMs, 200, { min: 0, minExclusive: true });
   const maxWaitMs = checkNumber('maxWaitMs', o.maxWaitMs, 0, { min: 0, allowInfinity: true });
   const pollMs = checkNumber('pollMs', o.pollMs, 1000, { min: 0, minExclusive: true });
-  const prefix = checkString('prefix', o.prefix) ?? 'limits:budget:';
-  if (/[{}]/.test(prefix)) {
+  const prefix = checkString('prefix', o.prefix) ?? 'limits:budget';
+  if (prefix === '' || /[{}]/.test(prefix)) {
     throw new RangeError(
-      `limits: option "prefix" must be a string without "{" or "}", got ${formatValue(prefix)}`,
+      `limits: option "prefix" must be a non-empty string without "{" or "}", got ${formatValue(prefix)}`,
     );
   }
   const clock = checkClock(o.clock);
@@ -172,7 +171,7 @@ export function resolveBudgetOptions(options: unknown): ResolvedBudgetOptions {
     redis: redis as RedisClient,
     name,
     limit,
-    failurePolicy,
+    onFailure,
     leaseTtlMs,
     renewEveryMs,
     timeoutMs,
