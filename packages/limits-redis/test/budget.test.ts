@@ -309,6 +309,17 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(b.waiting).toBe(0);
   });
 
+  it('close() refuses an acquire whose first Redis call is still in flight, and gives its grant back', async () => {
+    const b = budget({ limit: 2, timeoutMs: 2_000 });
+    await admin.call('CLIENT', 'PAUSE', '300', 'WRITE');
+    const pending = b.acquire().catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50)); // the script is parked by the pause
+    const closing = b.close();
+    expect(await pending).toMatchObject({ reason: 'closed' });
+    await closing; // resolves once the grant that came back after the pause is released
+    expect(await zcard(b)).toBe(0);
+  });
+
   describe('wrapped around a local Limiter', () => {
     it('takes the local permit first: a process never has more lease requests than its local limit', async () => {
       const b = budget({ limit: 10 });

@@ -61,6 +61,8 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   #seq = 0;
   readonly #maintenance: Maintenance;
   readonly #waiters: WaitList;
+  /** Acquires not yet answered: on their first attempt or waiting (close() refuses them all). */
+  readonly #open = new Set<Waiter>();
   readonly #pending = new Set<Promise<unknown>>();
   #closed = false;
 
@@ -146,6 +148,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
       if (o.maxWaitMs > 0 && o.maxWaitMs !== Infinity) {
         w.timer = this.#clock.setTimeout(() => this.#expire(w), o.maxWaitMs);
       }
+      this.#open.add(w);
       if (o.signal !== undefined) {
         const signal = o.signal;
         w.onAbort = () => this.#settle(w, this.#refusal('aborted', o.cost, w.used, signal.reason));
@@ -202,14 +205,15 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const w of this.#waiters.all()) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
+    for (const w of [...this.#open]) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
     this.#maintenance.stop();
     for (const lease of [...this.#maintenance.held.values()]) void lease.release();
     for (const member of this.#maintenance.orphans.keys())
       this.#track(this.#maintenance.release(member));
     this.#maintenance.orphans.clear();
     this.#waiters.close();
-    await Promise.allSettled([...this.#pending]);
+    // Attempts still in flight, and the releases of grants they bring back.
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
   /** @internal */
@@ -246,7 +250,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     const member = `${this.#instance}:${++this.#seq}#${w.o.cost}`;
     const args = [member, w.o.cost, this.limit, this.#o.leaseTtlMs];
     const onLate = (r: unknown) => this.#releaseLate(r, member);
-    this.#calls.call(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
+    const call = this.#calls.call(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
       (r) => {
         w.attempting = false;
         const [granted, used] = r as [number, number];
@@ -266,6 +270,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
         else this.#settle(w, failure);
       },
     );
+    this.#track(call);
   }
 
   #refused(w: Waiter): void {
@@ -308,6 +313,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
   #settle(w: Waiter, error: unknown, lease?: Lease): void {
     if (w.settled) return;
     w.settled = true;
+    this.#open.delete(w);
     if (w.timer !== undefined) this.#clock.clearTimeout(w.timer);
     w.timer = undefined;
     if (w.onAbort !== undefined) w.o.signal?.removeEventListener('abort', w.onAbort);

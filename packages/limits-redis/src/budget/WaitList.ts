@@ -36,11 +36,6 @@ export class WaitList {
     return this.#waiters.length;
   }
 
-  /** The waiters, oldest first (a copy). */
-  all(): Waiter[] {
-    return [...this.#waiters];
-  }
-
   add(w: Waiter): void {
     if (w.queued) return;
     w.queued = true;
