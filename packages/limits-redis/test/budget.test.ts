@@ -140,6 +140,26 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     await lease.release();
   });
 
+  it('serves the callers of one instance in arrival order: a newcomer queues behind the waiters', async () => {
+    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const lease = await b.acquire();
+    const order: number[] = [];
+    const served = (n: number) => (l: Lease) => {
+      order.push(n);
+      return l;
+    };
+    const first = b.acquire().then(served(1));
+    await waitFor('the first waiter', () => b.waiting === 1);
+    const second = b.acquire().then(served(2));
+    expect(b.waiting).toBe(2); // queued at once, without a Redis call
+    await lease.release();
+    const l1 = await first;
+    expect(order).toEqual([1]);
+    await l1.release();
+    await (await second).release();
+    expect(order).toEqual([1, 2]);
+  });
+
   it('leaves the wait at once on abort, with no listener, timer or waiter left behind', async () => {
     const b = budget({ limit: 1, maxWaitMs: 60_000 });
     const lease = await b.acquire();

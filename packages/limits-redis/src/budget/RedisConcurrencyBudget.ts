@@ -112,7 +112,9 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   /**
    * Takes a lease of `cost` units (one Redis round trip). When the budget is full, waits up to
-   * `maxWaitMs` for a release (woken by pub/sub), leaving at once on `signal`.
+   * `maxWaitMs` for a release (woken by pub/sub), leaving at once on `signal`. Callers of one
+   * instance are served in arrival order: a call that may wait queues behind this instance's
+   * waiters without a Redis call.
    * @returns the lease; release it when the work really ends.
    * @throws (as a rejected promise) LimitExceededError with reason `limit` (full, no wait), `expired`
    *   (full for the whole wait), `aborted`, `too_large` (cost > limit) or `closed`;
@@ -154,7 +156,10 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
         w.onAbort = () => this.#settle(w, this.#refusal('aborted', o.cost, w.used, signal.reason));
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
-      this.#attempt(w);
+      // Waiters here were refused already: queue behind them (FIFO here, no Redis call) unless
+      // this call cannot wait.
+      if (o.maxWaitMs > 0 && this.#waiters.size > 0) this.#waiters.add(w);
+      else this.#attempt(w);
     });
   }
 
