@@ -423,7 +423,16 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
     }
     try {
       const held: Lease = await closed.acquire();
+      // Callers waiting for a lease when Redis goes away get the failure policy's answer at once.
+      const blockers = await Promise.all([1, 2, 3, 4].map(() => open.acquire())); // 5/5 with `held`
+      const waitOpen = [1, 2, 3].map(() => open.acquire({ maxWaitMs: 30_000 }));
+      await waitFor('three waiters', () => open.waiting === 3);
       await server.stop();
+      const waited = Date.now();
+      const passedWaiting = await Promise.all(waitOpen);
+      expect(Date.now() - waited).toBeLessThan(1_000);
+      expect(passedWaiting.map((l) => l.backed)).toEqual([false, false, false]);
+      for (const l of [...passedWaiting, ...blockers]) await l.release();
 
       let start = Date.now();
       const error = await closed.acquire().catch((e: unknown) => e);

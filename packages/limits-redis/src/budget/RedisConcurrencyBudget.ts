@@ -271,11 +271,20 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
         w.attempting = false;
         if (w.settled) return;
         const failure = this.#failed('acquire', error);
-        if (this.onFailure === 'open') this.#grant(w, member, false);
-        else this.#settle(w, failure);
+        this.#failOver(w, member, failure);
+        // Redis is unreachable: the waiters here get the same answer now, not one per poll.
+        for (const other of [...this.#open]) {
+          if (other.queued && !other.attempting) this.#failOver(other, undefined, failure);
+        }
       },
     );
     this.#track(call);
+  }
+
+  /** Applies `onFailure` to a waiter: an unbacked lease, or the error. */
+  #failOver(w: Waiter, member: string | undefined, failure: RedisUnavailableError): void {
+    if (this.onFailure === 'closed') this.#settle(w, failure);
+    else this.#grant(w, member ?? `${this.#instance}:${++this.#seq}#${w.o.cost}`, false);
   }
 
   #refused(w: Waiter): void {

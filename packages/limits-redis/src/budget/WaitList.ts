@@ -76,7 +76,9 @@ export class WaitList {
     if (this.#subscriber !== undefined || this.#closed) return;
     const sub = this.#redis.duplicate();
     this.#subscriber = sub;
-    sub.on('error', () => {}); // it reconnects by itself; the fallback poll covers the gap
+    // The connection dropped: Redis may be down. The first waiter tries now (a lost connection
+    // fails at once), so the failure policy answers the waiters without waiting for the poll.
+    sub.on('error', () => this.wake(1));
     sub.on('message', (channel, message) => {
       if (channel === this.#channel) this.wake(Number(message) || 1);
     });
