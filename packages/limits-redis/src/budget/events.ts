@@ -4,11 +4,15 @@ import type { FailurePolicy } from './options.js';
 
 /** A lease was granted (`backed: false` when `onFailure: 'open'` let the call through without Redis). */
 export interface BudgetAcquireEvent {
+  /** The lease's id. */
   id: string;
+  /** Units it holds. */
   cost: number;
+  /** Redis holds it (false: granted by `onFailure: 'open'` while Redis failed). */
   backed: boolean;
   /** Units in use across the fleet right after the grant (NaN when not backed). */
   used: number;
+  /** The budget's limit. */
   limit: number;
   /** Time spent waiting for the lease, in ms (the budget's clock). */
   waitedMs: number;
@@ -16,7 +20,9 @@ export interface BudgetAcquireEvent {
 
 /** A lease was released. */
 export interface BudgetReleaseEvent {
+  /** The lease's id. */
   id: string;
+  /** Units it held. */
   cost: number;
   /** How long it was held, in ms. */
   heldMs: number;
@@ -26,18 +32,25 @@ export interface BudgetReleaseEvent {
 
 /** An acquire was refused. */
 export interface BudgetRejectEvent {
+  /** Why: `limit`, `expired`, `aborted`, `too_large` or `closed`. */
   reason: RejectReason;
+  /** Units asked for. */
   cost: number;
   /** Units in use at the last answer from Redis (NaN when unknown). */
   used: number;
+  /** The budget's limit. */
   limit: number;
 }
 
 /** Redis failed (or did not answer within `timeoutMs`) and the failure policy applied. */
 export interface BudgetRedisFailureEvent {
+  /** What the budget was doing. */
   operation: BudgetOperation;
+  /** The budget's `onFailure`. */
   policy: FailurePolicy;
+  /** Redis did not answer within `timeoutMs`. */
   timedOut: boolean;
+  /** The client's error, the timeout, or "not connected". */
   error: unknown;
 }
 
@@ -49,8 +62,11 @@ export interface BudgetRedisRecoveredEvent {
 
 /** A held lease was found gone from Redis (expired while its renewals failed, or deleted). */
 export interface BudgetLeaseLostEvent {
+  /** The lease's id. */
   id: string;
+  /** Units it held. */
   cost: number;
+  /** How long it had been held, in ms. */
   heldMs: number;
 }
 
