@@ -409,6 +409,37 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
 });
 
 describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
+  it('reports failed renewals, and the lease as lost when Redis comes back without it', async () => {
+    const redis = make(server.port);
+    const b = new RedisConcurrencyBudget(redis, {
+      name: `renew-${Math.random().toString(36).slice(2)}`,
+      limit: 2,
+      onFailure: 'closed',
+      leaseTtlMs: 300,
+      renewEveryMs: 50,
+      timeoutMs: 100,
+    });
+    const failures: string[] = [];
+    const lost: string[] = [];
+    b.on('redisFailure', (e) => failures.push(e.operation));
+    b.on('leaseLost', (e) => lost.push(e.id));
+    try {
+      const lease = await b.acquire();
+      await server.stop();
+      await waitFor('a failed renewal', () => failures.includes('renew'));
+      expect(lease.lost).toBe(false); // not known yet: Redis cannot say
+      await server.restart(); // empty: the lease is gone
+      await waitFor('the loss to be noticed', () => lost.length === 1, 10_000);
+      expect(lost).toEqual([lease.id]);
+      expect(lease.lost).toBe(true);
+      expect(lease.signal.aborted).toBe(true);
+      expect(b.held).toBe(0);
+    } finally {
+      await b.close();
+      redis.disconnect();
+    }
+  });
+
   it('with onFailure closed a call is rejected within the timeout, with open it passes, both emit; both recover after a restart', async () => {
     const redis = make(server.port);
     const name = `outage-${Math.random().toString(36).slice(2)}`;
