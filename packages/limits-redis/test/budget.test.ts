@@ -263,6 +263,44 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     await lease.release();
   });
 
+  it('retries a release that failed while the connection was down, long before the TTL', async () => {
+    const client = make(server.port);
+    try {
+      const b = budget({ limit: 2, leaseTtlMs: 60_000, renewEveryMs: 50 }, client);
+      const failures: string[] = [];
+      b.on('redisFailure', (e) => failures.push(e.operation));
+      const lease = await b.acquire();
+      const id = await client.client('ID');
+      await admin.client('KILL', 'ID', String(id));
+      await waitFor('the client to notice', () => client.status !== 'ready');
+      expect(await lease.release()).toBe(false); // failed at once: not connected
+      expect(failures).toEqual(['release']);
+      expect(await zcard(b)).toBe(1);
+      // Reconnected, the budget's timer releases it: the fleet gets the unit back now, not in 60 s.
+      await waitFor('the retried release', async () => (await zcard(b)) === 0, 3_000);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('completes a wrapped permit once with ignore at the end of a using block', async () => {
+    const b = budget({ limit: 2 });
+    const limiter = new Limiter({ limit: 2 });
+    const outcomes: string[] = [];
+    limiter.on('release', (e) => outcomes.push(e.outcome));
+    const db = b.wrap(limiter);
+    {
+      using permit = await db.acquire();
+      expect(permit.released).toBe(false);
+      expect(await zcard(b)).toBe(1);
+    }
+    const other = await db.acquire();
+    other.failure();
+    other.ignore();
+    expect(outcomes).toEqual(['ignore', 'failure']);
+    await waitFor('both leases back', async () => (await zcard(b)) === 0);
+  });
+
   it('runs a task under a lease and releases it when the task settles, even when it throws', async () => {
     const b = budget({ limit: 1 });
     expect(await b.run(async () => (await zcard(b)) as number)).toBe(1);
