@@ -9,7 +9,7 @@ import {
   type RedisConcurrencyBudgetOptions,
   RedisUnavailableError,
 } from '../src/index.js';
-import { abortListeners, deferred, resources, waitFor } from './support/budget.js';
+import { abortListeners, deferred, FakeClock, resources, waitFor } from './support/budget.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 
 type Client = InstanceType<typeof Redis5>;
@@ -160,6 +160,33 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(order).toEqual([1, 2]);
   });
 
+  it('runs its waits, polls and renewals on the injected clock, and keeps no timer once idle', async () => {
+    const clock = new FakeClock();
+    // timeoutMs far away: advancing the fake clock must not time out a real Redis call in flight.
+    const b = budget({
+      limit: 1,
+      maxWaitMs: 1_000,
+      pollMs: 300,
+      leaseTtlMs: 900,
+      timeoutMs: 1e9,
+      clock,
+    });
+    const lease = await b.acquire();
+    expect(clock.pending).toEqual([300]); // the renewal (leaseTtlMs / 3)
+    const waiting = b.acquire().catch((e: unknown) => e);
+    await waitFor('the waiter', () => b.waiting === 1);
+    await waitFor('the refused attempt to end', () => clock.pending.length === 3);
+    expect(clock.pending).toEqual([300, 300, 1_000]); // renewal, poll, the wait's end
+    await clock.advance(999);
+    expect(b.waiting).toBe(1);
+    await clock.advance(1);
+    expect(await waiting).toMatchObject({ reason: 'expired' });
+    expect(b.waiting).toBe(0);
+    await lease.release();
+    // Only the timeouts of Redis calls still in flight may remain, until their replies come.
+    await waitFor('no timer left', () => clock.pending.length === 0);
+  });
+
   it('leaves the wait at once on abort, with no listener, timer or waiter left behind', async () => {
     const b = budget({ limit: 1, maxWaitMs: 60_000 });
     const lease = await b.acquire();
@@ -304,7 +331,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   it('runs a task under a lease and releases it when the task settles, even when it throws', async () => {
     const b = budget({ limit: 1 });
     expect(await b.run(async () => (await zcard(b)) as number)).toBe(1);
-    expect(await zcard(b)).toBe(0);
+    await waitFor('the release (in the background)', async () => (await zcard(b)) === 0);
     await expect(
       b.run(() => {
         throw new Error('boom');

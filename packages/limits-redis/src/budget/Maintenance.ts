@@ -53,6 +53,16 @@ export class Maintenance {
     this.#timer = this.#clock.setTimeout(() => this.#run(), this.#everyMs);
   }
 
+  /** Forgets a held lease; the timer stops when nothing is left to do. */
+  forget(member: string): boolean {
+    const had = this.held.delete(member);
+    if (this.held.size === 0 && this.orphans.size === 0 && this.#timer !== undefined) {
+      this.#clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    return had;
+  }
+
   /** Stops for good (close). */
   stop(): void {
     this.#stopped = true;

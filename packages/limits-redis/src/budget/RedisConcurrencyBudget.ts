@@ -223,7 +223,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   /** @internal */
   _releaseLease(lease: Lease): Promise<boolean> {
-    const held = this.#maintenance.held.delete(lease.member);
+    const held = this.#maintenance.forget(lease.member);
     const heldMs = this.#clock.now() - lease.acquiredAt;
     if (!lease.backed || !held) {
       this.#emitRelease(lease, heldMs, false);

@@ -35,3 +35,42 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   });
   return { promise, resolve };
 }
+
+/** A clock whose time moves only through `advance` (timers fire in order, microtasks flushed between). */
+export class FakeClock {
+  #now = 0;
+  #next = 1;
+  #timers: { id: number; at: number; fn: () => void }[] = [];
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const timer = { id: this.#next++, at: this.#now + Math.max(0, ms), fn };
+    this.#timers.push(timer);
+    return timer.id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.#timers = this.#timers.filter((t) => t.id !== handle);
+  }
+
+  /** Timers not yet fired, by due time from now. */
+  get pending(): number[] {
+    return this.#timers.map((t) => t.at - this.#now).sort((a, b) => a - b);
+  }
+
+  async advance(ms: number): Promise<void> {
+    const end = this.#now + ms;
+    for (;;) {
+      const due = this.#timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (due === undefined) break;
+      this.#timers = this.#timers.filter((t) => t !== due);
+      this.#now = due.at;
+      due.fn();
+      await new Promise((r) => setImmediate(r));
+    }
+    this.#now = end;
+  }
+}
