@@ -196,7 +196,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     const start = Date.now();
     controller.abort(new Error('client went away'));
     const error = await waiting.catch((e: unknown) => e);
-    expect(Date.now() - start).toBeLessThan(50);
+    expect(Date.now() - start).toBeLessThan(100);
     expect(error).toMatchObject({ reason: 'aborted', cause: new Error('client went away') });
     expect(b.waiting).toBe(0);
     expect(abortListeners(controller.signal)).toBe(0);
@@ -278,7 +278,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
       timedOut: true,
     });
     expect(elapsed).toBeGreaterThanOrEqual(95);
-    expect(elapsed).toBeLessThan(250);
+    expect(elapsed).toBeLessThan(400);
     expect(failures).toMatchObject([{ operation: 'acquire', policy: 'closed', timedOut: true }]);
     // The script ran once the pause ended and granted a lease nobody holds: it is given back.
     await waitFor('the late grant to be released', () => released.length === 1, 3_000);
@@ -508,7 +508,7 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
   it('with onFailure closed a call is rejected within the timeout, with open it passes, both emit; both recover after a restart', async () => {
     const redis = make(server.port);
     const name = `outage-${Math.random().toString(36).slice(2)}`;
-    const common = { name, limit: 5, timeoutMs: 150 } as const;
+    const common = { name, limit: 5, timeoutMs: 150, pollMs: 60_000 } as const;
     const closed = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'closed' });
     const open = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'open' });
     const events: { policy: string; operation: string }[] = [];
@@ -553,7 +553,7 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
         Promise.all(Array.from({ length: 10 }, () => timed(() => closed.acquire()))),
       ]);
       for (const calls of [burst, refusals]) {
-        expect(calls.filter((c) => c.ms >= 50).length).toBeLessThanOrEqual(1); // the probe
+        expect(calls.filter((c) => c.ms >= 120).length).toBeLessThanOrEqual(1); // the probe
         expect(Math.max(...calls.map((c) => c.ms))).toBeLessThan(400);
       }
       expect(burst.every((c) => (c.value as Lease).backed === false)).toBe(true);
