@@ -39,6 +39,7 @@ describe('RedisConcurrencyBudget options', () => {
     expect(() => make({ redis })).toThrow(/unknown option "redis"/);
     expect(() => make({ name: undefined })).toThrow(/option "name" must be a non-empty string/);
     expect(() => make({ name: '' })).toThrow(RangeError);
+    expect(() => make({ name: 'a\ud800' })).toThrow(/option "name" must be a well-formed string/);
     expect(() => make({ limit: undefined })).toThrow(/option "limit" is required/);
     expect(() => make({ limit: 0 })).toThrow(RangeError);
     expect(() => make({ limit: 2.5 })).toThrow(RangeError);

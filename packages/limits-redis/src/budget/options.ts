@@ -137,6 +137,13 @@ export function resolveBudgetOptions(redis: unknown, options: unknown): Resolved
       `limits: option "name" must be a non-empty string, got ${formatValue(o.name)}`,
     );
   }
+  try {
+    encodeURIComponent(name); // the key encoding refuses a lone surrogate
+  } catch {
+    throw new TypeError(
+      `limits: option "name" must be a well-formed string (no lone surrogate), got ${formatValue(name)}`,
+    );
+  }
   if (o.limit === undefined) {
     throw new TypeError('limits: option "limit" is required: an integer ≥ 1, the fleet-wide cap');
   }
