@@ -51,6 +51,7 @@ async function startRedis() {
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     { stdio: 'ignore' },
   );
+  process.once('exit', () => child.kill('SIGKILL')); // even when the run fails
   for (let i = 0; ; i++) {
     const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
     probe.on('error', () => {});
