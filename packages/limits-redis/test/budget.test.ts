@@ -359,6 +359,19 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     ]);
   });
 
+  it('keeps working when an event listener throws: the error goes to the error event', async () => {
+    const b = budget({ limit: 1 });
+    const errors: unknown[] = [];
+    b.on('acquire', () => {
+      throw new Error('listener bug');
+    });
+    b.on('error', (e) => errors.push(e));
+    const lease = await b.acquire();
+    expect(lease.backed).toBe(true);
+    expect(errors).toEqual([new Error('listener bug')]);
+    expect(await lease.release()).toBe(true);
+  });
+
   it('close() rejects waiters, releases held leases, stops every timer and closes its subscriber', async () => {
     const before = resources();
     const b = budget({ limit: 1, maxWaitMs: 60_000, pollMs: 20 });

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import type { Clock, LimitExceededError, Limiter, RejectReason } from 'limits-core';
+import { BudgetEmitter } from './BudgetEmitter.js';
 import { BudgetedLimiter } from './BudgetedLimiter.js';
 import { type BudgetOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
-import type { BudgetEvents } from './events.js';
 import { budgetKeys } from './keys.js';
 import { Lease, type LeaseOwner } from './Lease.js';
 import { Maintenance } from './Maintenance.js';
@@ -20,7 +19,7 @@ import type { RedisClient } from './RedisClient.js';
 import { refusal } from './refusal.js';
 import { ScriptCaller } from './ScriptCaller.js';
 import { budgetScripts } from './scripts.js';
-import type { Waiter } from './Waiter.js';
+import { newWaiter, type Waiter } from './Waiter.js';
 import { WaitList } from './WaitList.js';
 
 /** Units in use and leases held across the fleet, from {@link RedisConcurrencyBudget.status}. */
@@ -47,7 +46,7 @@ export interface BudgetStatus {
  * const rows = await db.run(() => pool.query(sql), { timeoutMs: 500 });
  * ```
  */
-export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implements LeaseOwner {
+export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner {
   /** The budget's name (shared by the fleet). */
   readonly name: string;
   /** Units that may be in flight across the fleet. */
@@ -84,7 +83,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     this.onFailure = o.onFailure;
     const k = budgetKeys(o.prefix, o.name);
     const onRecovered = (downMs: number) => {
-      if (this.listenerCount('redisRecovered') > 0) this.emit('redisRecovered', { downMs });
+      if (this.listenerCount('redisRecovered') > 0) this.emitSafely('redisRecovered', { downMs });
     };
     const keys = [k.leases, k.used];
     this.#calls = new ScriptCaller(redis, keys, k.channel, o.clock, o.timeoutMs, onRecovered);
@@ -134,19 +133,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     }
     if (o.cost > this.limit) return Promise.reject(this.#refusal('too_large', o.cost, Number.NaN));
     return new Promise<Lease>((resolve, reject) => {
-      const w: Waiter = {
-        o,
-        start: this.#clock.now(),
-        resolve,
-        reject,
-        attempting: false,
-        recheck: false,
-        queued: false,
-        settled: false,
-        timer: undefined,
-        onAbort: undefined,
-        used: Number.NaN,
-      };
+      const w = newWaiter(o, this.#clock.now(), resolve, reject);
       if (o.maxWaitMs > 0 && o.maxWaitMs !== Infinity) {
         w.timer = this.#clock.setTimeout(() => this.#expire(w), o.maxWaitMs);
       }
@@ -306,7 +293,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
       this.#maintenance.wake();
     }
     if (this.listenerCount('acquire') > 0) {
-      this.emit('acquire', {
+      this.emitSafely('acquire', {
         id,
         cost: w.o.cost,
         backed,
@@ -339,7 +326,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   #refusal(reason: RejectReason, cost: number, used: number, cause?: unknown): LimitExceededError {
     if (this.listenerCount('reject') > 0) {
-      this.emit('reject', { reason, cost, used, limit: this.limit });
+      this.emitSafely('reject', { reason, cost, used, limit: this.limit });
     }
     return refusal(this.name, this.limit, reason, cost, used, cause);
   }
@@ -350,7 +337,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     lease._lose();
     if (this.listenerCount('leaseLost') > 0) {
       const heldMs = this.#clock.now() - lease.acquiredAt;
-      this.emit('leaseLost', { id: lease.id, cost: lease.cost, heldMs });
+      this.emitSafely('leaseLost', { id: lease.id, cost: lease.cost, heldMs });
     }
   }
 
@@ -363,7 +350,8 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   #track<T>(p: Promise<T>): Promise<T> {
     this.#pending.add(p);
-    void p.finally(() => this.#pending.delete(p));
+    const done = () => this.#pending.delete(p);
+    p.then(done, done);
     return p;
   }
 
@@ -372,7 +360,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
     this.#calls.failed(error);
     const timedOut = error instanceof RedisTimeoutError;
     if (this.listenerCount('redisFailure') > 0) {
-      this.emit('redisFailure', { operation, policy: this.onFailure, timedOut, error });
+      this.emitSafely('redisFailure', { operation, policy: this.onFailure, timedOut, error });
     }
     const why = error instanceof Error ? error.message : String(error);
     return new RedisUnavailableError(
@@ -385,7 +373,7 @@ export class RedisConcurrencyBudget extends EventEmitter<BudgetEvents> implement
 
   #emitRelease(lease: Lease, heldMs: number, held: boolean): void {
     if (this.listenerCount('release') > 0) {
-      this.emit('release', { id: lease.id, cost: lease.cost, heldMs, held });
+      this.emitSafely('release', { id: lease.id, cost: lease.cost, heldMs, held });
     }
   }
 }

@@ -22,3 +22,25 @@ export interface Waiter {
   /** Units in use at the last refusal. */
   used: number;
 }
+
+/** @internal A new acquire, before its first attempt. */
+export function newWaiter(
+  o: ResolvedAcquire,
+  start: number,
+  resolve: (lease: Lease) => void,
+  reject: (error: unknown) => void,
+): Waiter {
+  return {
+    o,
+    start,
+    resolve,
+    reject,
+    attempting: false,
+    recheck: false,
+    queued: false,
+    settled: false,
+    timer: undefined,
+    onAbort: undefined,
+    used: Number.NaN,
+  };
+}

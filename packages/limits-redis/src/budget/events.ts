@@ -78,4 +78,6 @@ export interface BudgetEvents {
   redisFailure: [BudgetRedisFailureEvent];
   redisRecovered: [BudgetRedisRecoveredEvent];
   leaseLost: [BudgetLeaseLostEvent];
+  /** A listener of another event threw (without an `error` listener, it is rethrown on a microtask). */
+  error: [unknown];
 }
