@@ -187,6 +187,42 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     await waitFor('no timer left', () => clock.pending.length === 0);
   });
 
+  it('makes one attempt per unit a release frees here: its own release message does not wake a second waiter', async () => {
+    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const lease = await b.acquire();
+    const first = b.acquire();
+    const second = b.acquire();
+    await waitFor('the subscriber', async () => {
+      const [, subs] = (await admin.pubsub('NUMSUB', `limits:budget:{${b.name}}:released`)) as [
+        string,
+        number,
+      ];
+      return Number(subs) === 1;
+    });
+    const scriptCalls = async () =>
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const before = await scriptCalls();
+    await lease.release();
+    const l1 = await first;
+    await new Promise((r) => setTimeout(r, 100)); // room for a wrong wake-up by the message
+    expect((await scriptCalls()) - before).toBe(2); // the release, then the first waiter's acquire
+    expect(b.waiting).toBe(1);
+    await l1.release();
+    await (await second).release();
+  });
+
+  it("wakes this instance's waiter after its release, even when the release is sent again after NOSCRIPT", async () => {
+    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const lease = await b.acquire();
+    const waiting = b.acquire();
+    await waitFor('the waiter', () => b.waiting === 1);
+    await admin.script('FLUSH'); // the release goes EVALSHA → NOSCRIPT → EVAL
+    const start = Date.now();
+    await lease.release();
+    await (await waiting).release();
+    expect(Date.now() - start).toBeLessThan(2_000); // the poll would take 60 s
+  });
+
   it('leaves the wait at once on abort, with no listener, timer or waiter left behind', async () => {
     const b = budget({ limit: 1, maxWaitMs: 60_000 });
     const lease = await b.acquire();

@@ -87,7 +87,8 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     };
     const keys = [k.leases, k.used];
     this.#calls = new ScriptCaller(redis, keys, k.channel, o.clock, o.timeoutMs, onRecovered);
-    this.#waiters = new WaitList(redis, k.channel, o.clock, o.pollMs, (w) => this.#attempt(w));
+    const attempt = (w: Waiter) => this.#attempt(w);
+    this.#waiters = new WaitList(redis, k.channel, this.#instance, o.clock, o.pollMs, attempt);
     this.#maintenance = new Maintenance(this.#calls, o.clock, o, {
       failed: (operation, error) => this.#failed(operation, error),
       lost: (lease) => this.#lost(lease),
@@ -216,9 +217,14 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
       this.#emitRelease(lease, heldMs, false);
       return Promise.resolve(false);
     }
-    const done = this.#calls.call(budgetScripts.release, [lease.member], this.#o.timeoutMs).then(
+    const args = [lease.member, this.#instance];
+    const done = this.#calls.call(budgetScripts.release, args, this.#o.timeoutMs).then(
       (r) => {
         const removed = Number((r as number[])[0]) === 1;
+        // Waiters here are woken by the reply, not by the message: the message names this instance,
+        // which ignores it (one attempt per freed unit, not two). Not before the reply either: an
+        // attempt could overtake a release sent again after NOSCRIPT, and find the budget full.
+        this.#waiters.wake(lease.cost);
         this.#emitRelease(lease, heldMs, removed);
         return removed;
       },
@@ -229,8 +235,6 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
         return false;
       },
     );
-    // Waiters here need not wait for the message to come back from Redis.
-    this.#waiters.wake(lease.cost);
     return this.#track(done);
   }
 

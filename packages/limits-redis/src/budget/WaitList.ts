@@ -11,6 +11,7 @@ export class WaitList {
   readonly #waiters: Waiter[] = [];
   readonly #redis: RedisClient;
   readonly #channel: string;
+  readonly #self: string;
   readonly #clock: Clock;
   readonly #pollMs: number;
   readonly #attempt: (w: Waiter) => void;
@@ -21,12 +22,14 @@ export class WaitList {
   constructor(
     redis: RedisClient,
     channel: string,
+    self: string,
     clock: Clock,
     pollMs: number,
     attempt: (w: Waiter) => void,
   ) {
     this.#redis = redis;
     this.#channel = channel;
+    this.#self = self;
     this.#clock = clock;
     this.#pollMs = pollMs;
     this.#attempt = attempt;
@@ -80,7 +83,11 @@ export class WaitList {
     // fails at once), so the failure policy answers the waiters without waiting for the poll.
     sub.on('error', () => this.wake(1));
     sub.on('message', (channel, message) => {
-      if (channel === this.#channel) this.wake(Number(message) || 1);
+      if (channel !== this.#channel) return;
+      // `<units>` or `<units>:<instance>`: a release here already woke this instance's waiters.
+      const at = message.indexOf(':');
+      if (at >= 0 && message.slice(at + 1) === this.#self) return;
+      this.wake(Number(at >= 0 ? message.slice(0, at) : message) || 1);
     });
     sub.subscribe(this.#channel).catch(() => {});
   }

@@ -56,14 +56,17 @@ store()
 return {1, inuse}
 `;
 
-/** ARGV: channel, member. Returns `{removed (1 or 0: it had expired), inuse}`; publishes the freed cost. */
+/**
+ * ARGV: channel, member, and optionally the releasing instance's id. Returns `{removed (1 or 0: it had
+ * expired), inuse}`; publishes `<cost>` or `<cost>:<instance>` (that instance woke its own waiters).
+ */
 const RELEASE = `${PROLOGUE}
 local removed = redis.call('ZREM', leases, ARGV[2])
 if removed == 1 then
   local cost = costOf(ARGV[2])
   inuse = math.max(0, inuse - cost)
   store()
-  redis.call('PUBLISH', channel, cost)
+  redis.call('PUBLISH', channel, ARGV[3] and (cost .. ':' .. ARGV[3]) or cost)
 end
 return {removed, inuse}
 `;
