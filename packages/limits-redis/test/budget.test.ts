@@ -223,6 +223,18 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(Date.now() - start).toBeLessThan(2_000); // the poll would take 60 s
   });
 
+  it('hands every freed unit to a waiter, even when two releases land during one attempt', async () => {
+    const b = budget({ limit: 2, maxWaitMs: 10_000, pollMs: 60_000 });
+    const held = [await b.acquire(), await b.acquire()];
+    const waiters = [b.acquire(), b.acquire()];
+    await waitFor('two waiters', () => b.waiting === 2);
+    const start = Date.now();
+    await Promise.all(held.map((l) => l.release()));
+    const got = await Promise.all(waiters);
+    expect(Date.now() - start).toBeLessThan(2_000); // the poll would take 60 s
+    await Promise.all(got.map((l) => l.release()));
+  });
+
   it('leaves the wait at once on abort, with no listener, timer or waiter left behind', async () => {
     const b = budget({ limit: 1, maxWaitMs: 60_000 });
     const lease = await b.acquire();

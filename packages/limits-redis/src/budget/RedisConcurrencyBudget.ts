@@ -307,6 +307,8 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
       });
     }
     this.#settle(w, undefined, lease);
+    // Units are still free (two releases woke one waiter): the next waiters try now.
+    if (backed && w.used < this.limit) this.#waiters.wake(this.limit - w.used);
   }
 
   #expire(w: Waiter): void {
