@@ -1,0 +1,173 @@
+// Scenario S4 (seeds 000/001) — the fleet budget: RedisConcurrencyBudget acquire + release over a
+// loopback Redis, side by side with bottleneck's Redis mode (maxConcurrent) for the same rule.
+//
+//   node bench/s4-budget.mjs            full run: 5 s per cell (~1 minute)
+//   node bench/s4-budget.mjs --quick    smoke test: 1 s per cell
+//   node bench/s4-budget.mjs --seconds=10
+//
+// Needs the built packages (`npx -y pnpm@12.4.2 run build`) and a `redis-server` on the PATH: the
+// script starts its own on a free 127.0.0.1 port (no persistence) and stops it at the end.
+//
+// One operation = take a slot, run an empty task, give the slot back:
+//   budget       const lease = await budget.acquire(); await lease.release();   (2 EVALSHA)
+//   wrapped      budget.wrap(new Limiter({ limit: 64 })).run(() => undefined)    (2 EVALSHA + limiter)
+//   bottleneck   limiter.schedule(() => Promise.resolve())  with datastore ioredis, maxConcurrent
+// Each cell runs `callers` closed-loop callers (1 or 50) for the cell's duration, against a cap of 1,000
+// (never full: the cost of the round trips) or 10 (50 callers contend: waiting and waking). Reported:
+// operations per second and the p50 / p99 latency of one operation, in ms. The operations per second
+// of "budget" with 50 callers against a cap of 1,000 is the sizing figure for one budget key
+// (README "Sizing"): each operation is two script calls on that key's Redis shard.
+// All cells run in this one process, one after the other, so they share one event loop and one CPU
+// with the Redis server: on a 2-CPU machine the numbers are a floor, not a verdict.
+
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import Bottleneck from 'bottleneck';
+import { Redis } from 'ioredis';
+import { Limiter } from 'limits-core';
+import { RedisConcurrencyBudget } from 'limits-redis';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const secondsArg = args.find((a) => a.startsWith('--seconds='));
+const seconds = secondsArg ? Number(secondsArg.split('=')[1]) : quick ? 1 : 5;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  process.once('exit', () => child.kill('SIGKILL')); // even when the run fails
+  for (let i = 0; ; i++) {
+    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      break;
+    } catch (e) {
+      probe.disconnect();
+      if (i > 100) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return { port, stop: () => child.kill('SIGKILL') };
+}
+
+const percentile = (sorted, p) =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+
+/** Runs `callers` closed-loop callers of `op` for `ms`; returns ops/s, p50, p99 (ms). */
+async function measure(op, callers, ms) {
+  const latencies = [];
+  let errors = 0;
+  const end = performance.now() + ms;
+  const caller = async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      try {
+        await op();
+        latencies.push(performance.now() - t);
+      } catch {
+        errors++;
+      }
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: callers }, caller));
+  const elapsed = performance.now() - start;
+  latencies.sort((a, b) => a - b);
+  return {
+    opsPerSec: Math.round((latencies.length / elapsed) * 1000),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    errors,
+  };
+}
+
+const server = await startRedis();
+const redis = new Redis(server.port, '127.0.0.1');
+const rows = [];
+try {
+  for (const cap of [1000, 10]) {
+    for (const callers of [1, 50]) {
+      const name = `s4-${cap}-${callers}`;
+      const budget = new RedisConcurrencyBudget(redis, {
+        name,
+        limit: cap,
+        onFailure: 'closed',
+        maxWaitMs: 10_000,
+        timeoutMs: 1_000,
+      });
+      const wrapped = new RedisConcurrencyBudget(redis, {
+        name: `${name}-wrapped`,
+        limit: cap,
+        onFailure: 'closed',
+        maxWaitMs: 10_000,
+        timeoutMs: 1_000,
+      }).wrap(new Limiter({ limit: 64, maxQueued: 1_000 }));
+      const connection = new Bottleneck.IORedisConnection({
+        Redis,
+        clientOptions: { host: '127.0.0.1', port: server.port },
+      });
+      const bottleneck = new Bottleneck({
+        id: `${name}-bottleneck`,
+        maxConcurrent: cap,
+        datastore: 'ioredis',
+        clearDatastore: true,
+        connection,
+      });
+      await bottleneck.ready();
+      const contenders = {
+        budget: async () => {
+          const lease = await budget.acquire();
+          await lease.release();
+        },
+        wrapped: () => wrapped.run(() => undefined),
+        bottleneck: () => bottleneck.schedule(() => Promise.resolve()),
+      };
+      for (const [id, op] of Object.entries(contenders)) {
+        await measure(op, callers, Math.min(300, seconds * 200)); // warm-up
+        const r = await measure(op, callers, seconds * 1000);
+        rows.push({ contender: id, cap, callers, ...r });
+        process.stderr.write(`${id} cap=${cap} callers=${callers}: ${r.opsPerSec} ops/s\n`);
+      }
+      await budget.close();
+      await wrapped.budget.close?.();
+      await bottleneck.disconnect();
+      await connection.disconnect();
+    }
+  }
+} finally {
+  redis.disconnect();
+  server.stop();
+}
+
+const fmt = (x) => (Number.isNaN(x) ? '—' : x.toFixed(2));
+console.log(
+  `\nS4 fleet budget: ${seconds} s per cell, Node ${process.version}, loopback redis-server\n`,
+);
+console.log('| contender | cap | callers | ops/s | p50 ms | p99 ms | errors |');
+console.log('|---|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(
+    `| ${r.contender} | ${r.cap} | ${r.callers} | ${r.opsPerSec.toLocaleString('en-US')} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.errors} |`,
+  );
+}
