@@ -1,4 +1,5 @@
 import type { Limiter } from 'limits-core';
+import { publishDiagnostics } from './diagnostics.js';
 import { LimitHandler } from './interceptorHandler.js';
 import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
 import {
@@ -14,6 +15,7 @@ import type {
   DispatchInterceptor,
   DispatchOptions,
 } from './interceptorTypes.js';
+import type { LimitsSource } from './metricsSource.js';
 
 /**
  * An undici interceptor that puts every request under a limits-core {@link Limiter}, for
@@ -66,6 +68,7 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
     return (dispatch: Dispatch): Dispatch =>
       function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
         const origin = originOf(opts.origin);
+        publishDiagnostics(guard as unknown as LimitsSource);
         if (retry !== undefined && retries(config, opts, origin))
           return new RetryingHandler(config, retry, dispatch, opts, handler, origin, guard).start();
         return new LimitHandler(config, dispatch, opts, handler, origin).startGuarded(guard);
@@ -84,6 +87,7 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
         }
         if (limiter === undefined) return dispatch(opts, handler);
       } else limiter = limiters;
+      publishDiagnostics(limiter);
       if (retry !== undefined && retries(config, opts, origin))
         return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
       return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);

@@ -6,6 +6,7 @@ import {
   type Outcome,
   type Permit,
 } from 'limits-core';
+import { publishDiagnostics } from './diagnostics.js';
 import { BodyLease, holdBody } from './fetchBody.js';
 import { anySignal, FetchBudget } from './fetchBudget.js';
 import { Exchange, errorOutcome, exchange, outcomes, type Send } from './fetchExchange.js';
@@ -21,6 +22,7 @@ import {
   type LimitFetchRequest,
   resolveLimitFetchOptions,
 } from './limitFetchOptions.js';
+import type { LimitsSource } from './metricsSource.js';
 import { parseRetryAfter } from './retryAfter.js';
 
 /** Any fetch function: the global one, undici's, or a wrapper with the same shape. */
@@ -199,6 +201,7 @@ async function attempt(
   if (limiter === undefined) {
     return send(input, budget.signal === undefined ? init : { ...init, signal: budget.signal });
   }
+  publishDiagnostics(limiter);
   const permit = await acquire(limiter, budget);
   const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
   if (!x.failed && keepsBody(c, x.response as Response)) {
@@ -240,9 +243,9 @@ async function guarded(
   request: LimitFetchRequest,
   budget: FetchBudget,
 ): Promise<Response> {
-  const fired = (c.guard as NonNullable<LimitFetchConfig['guard']>).fire(
-    new GuardedAttempt(c, send, input, init, request, budget),
-  );
+  const guard = c.guard as NonNullable<LimitFetchConfig['guard']>;
+  publishDiagnostics(guard as unknown as LimitsSource);
+  const fired = guard.fire(new GuardedAttempt(c, send, input, init, request, budget));
   const value = await untilAborted(fired, budget.signal);
   if (!(value instanceof Exchange)) return asFallbackResponse(value);
   if (value.failed) throw value.error;

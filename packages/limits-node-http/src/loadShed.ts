@@ -9,6 +9,7 @@ import {
   type QuotaResult,
 } from 'limits-core';
 import { classifyStatus } from './classify.js';
+import { type DiagnosticsHandle, publishDiagnostics } from './diagnostics.js';
 import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './loadShedCall.js';
 import {
   type FastifyAdmission,
@@ -24,6 +25,7 @@ import {
   resolveShedOptions,
 } from './loadShedOptions.js';
 import { parseTimeoutHeader, type ShedError, writeShed } from './loadShedResponse.js';
+import type { LimitsSource } from './metricsSource.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a
@@ -62,11 +64,15 @@ class Shedder implements ShedHost, FastifyAdmission {
   readonly #header: string | undefined;
   readonly #maxTimeoutMs: number;
   readonly #classify: ResolvedShedOptions['classify'];
+  readonly #diagnostics: DiagnosticsHandle;
 
   constructor(o: ResolvedShedOptions) {
     this.onShed = o.onShed;
     this.maxRetryAfterMs = o.maxRetryAfterMs;
     this.#single = o.limiter;
+    // Its limiters' events on the `limits:` diagnostics channels (listeners only while subscribed;
+    // each request syncs them with the channels, see publishDiagnostics).
+    this.#diagnostics = publishDiagnostics((o.partitioned ?? o.limiter) as LimitsSource);
     this.#quota = o.quota;
     this.#quotaContext = o.quotaContext;
     if (o.partitioned !== undefined) {
@@ -156,6 +162,7 @@ class Shedder implements ShedHost, FastifyAdmission {
     if (deferred && call.res.destroyed) return;
     const req = call.req;
     const limiter = this.#single ?? this.#limiterOf(req, route);
+    this.#diagnostics.sync();
     const permit = limiter.acquireWith(call, this.#budget(req));
     // Neither granted nor queued: refused at once, and already answered.
     if (permit === undefined && call.ticket === undefined) return;
