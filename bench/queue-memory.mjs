@@ -52,6 +52,9 @@ const CONTENDERS = {
     'limits-core `new Limiter({ limit: 1, maxQueued: 200000, initialServiceMs: 0 })`, `acquire({ timeoutMs: 60000 })` (waiter also in the expiry heap)',
   'limits-maxwait':
     'limits-core `new Limiter({ limit: 1, maxQueued: 200000, maxQueueWaitMs: 60000 })`, `acquire()` (expiry heap, no deadline admission)',
+  'limits-acquire-noleaks':
+    "limits-acquire with `trackLeaks: 'off'` (what leak detection, on by default since issue 9, costs an `acquire()` caller)",
+  'limits-maxwait-noleaks': "limits-maxwait with `trackLeaks: 'off'`",
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -146,11 +149,14 @@ async function makeContender(name) {
     }
     case 'limits-acquire':
     case 'limits-timeout':
-    case 'limits-maxwait': {
+    case 'limits-maxwait':
+    case 'limits-acquire-noleaks':
+    case 'limits-maxwait-noleaks': {
       const { Limiter } = await importLimitsCore();
       const options = { limit: 1, maxQueued: 200_000 };
       if (name === 'limits-timeout') options.initialServiceMs = 0;
-      if (name === 'limits-maxwait') options.maxQueueWaitMs = 60_000;
+      if (name.startsWith('limits-maxwait')) options.maxQueueWaitMs = 60_000;
+      if (name.endsWith('-noleaks')) options.trackLeaks = 'off';
       const limiter = new Limiter(options);
       const acquire =
         name === 'limits-timeout'

@@ -28,7 +28,7 @@ export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
 export { FixedLimit } from './limit/FixedLimit.js';
 export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';
 export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit/LimitAlgorithm.js';
-export type { NoLoadRttOptions } from './limit/NoLoadRtt.js';
+export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './limit/NoLoadRtt.js';
 export { VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
 /** The acquire options' check, for integration packages that take acquire options of their own. */

@@ -71,7 +71,7 @@ describe('LateCalls (the per-tick count of timed calls in flight)', () => {
 });
 
 describe('a Limiter reports late calls to an algorithm with onLate', () => {
-  test('calls in flight past lateAfterMs are reported once each from the stall ticks, with the in-flight count; their samples are not fed again', async () => {
+  test('calls in flight past lateAfterMs are reported once each from the stall ticks, with the in-flight count; a late success is fed as its latency, a late drop not again', async () => {
     const clock = new FakeClock();
     const alg = new Recorder();
     const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
@@ -87,8 +87,13 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
     expect(limiter.limit).toBe(7);
     await clock.advance(500);
     expect(alg.late).toEqual([[3, 3]]); // once each
-    for (const p of held) p.success();
-    expect(alg.samples.map((s) => s.rtt)).toEqual([10]); // the late calls were counted already
+    (held[0] as Permit).dropped(); // counted as a drop when it was reported late: not again
+    (held[1] as Permit).success(); // a success teaches its latency (a latency that moved for good)
+    (held[2] as Permit).ignore();
+    expect(alg.samples.map((s) => [s.rtt, s.dropped])).toEqual([
+      [10, false],
+      [660, false],
+    ]);
   });
 
   test('the limit event names the late calls (reason late) for Vegas', async () => {

@@ -86,6 +86,19 @@ const SAME_RTT = 0.97;
 /** Probes at a normal depth above half between two at half (the first probe is at half too). */
 const SHALLOW_RUN = 3;
 
+/**
+ * The baseline is stale when no usable sample came within {@link FRESH} of it for this long (ms, on
+ * the samples' clock): the next sample then starts the deepest probe, whose result replaces the
+ * baseline whatever it is (BBR's 10 s min-RTT expiry and ProbeRTT). Without it a downstream whose
+ * no-load latency moved up for good (20 ms → 500 ms) would keep the limit at its floor: every call
+ * reads as queueing and late, and shallow probes may raise the baseline only ×2 at a time. Shorter
+ * slowdowns (a spike of a few seconds) end before it, so the limit holds few calls on them.
+ */
+export const BASELINE_MAX_AGE_MS = 10_000;
+
+/** A sample within this factor of the baseline keeps it fresh. */
+const FRESH = 1.25;
+
 /** What {@link NoLoadRtt.observe} tells the algorithm to do with the current sample. */
 export type ProbeState = 'none' | 'dip' | 'end';
 
@@ -144,6 +157,8 @@ export class NoLoadRtt {
   #probeStart = 0;
   #probeSeen = 0;
   readonly #probeRtts: number[] = [];
+  /** End time of the last usable sample within {@link FRESH} of the baseline (see {@link BASELINE_MAX_AGE_MS}). */
+  #freshAt = Number.NaN;
 
   /**
    * @param owner - the option prefix in messages; an algorithm passes its own (with its options,
@@ -200,8 +215,15 @@ export class NoLoadRtt {
     // Only a new low can move the baseline between probes (a probe's end resets the lows).
     if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
-    // The RTT at the full limit, for the probes' end (an average over about 16 samples).
-    if (!sample.dropped && rttUsable(rtt)) this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
+    let stale = false;
+    if (!sample.dropped && rttUsable(rtt)) {
+      // The RTT at the full limit, for the probes' end (an average over about 16 samples).
+      this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
+      const end = sample.startTime + rtt;
+      if (rtt <= this.value * FRESH || Number.isNaN(this.#freshAt)) this.#freshAt = end;
+      else stale = end - this.#freshAt >= BASELINE_MAX_AGE_MS;
+    }
+    if (stale) return this.#startProbe(sample, limit, minLimit, true);
     // The first probe comes within the first round (by default): the first samples may all have
     // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
     if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
@@ -225,15 +247,22 @@ export class NoLoadRtt {
     if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
   }
 
-  #startProbe(sample: Sample, limit: number, minLimit: number): ProbeState {
+  /** Starts a probe; `stale`: the deepest one, for a stale baseline (see {@link BASELINE_MAX_AGE_MS}). */
+  #startProbe(sample: Sample, limit: number, minLimit: number, stale = false): ProbeState {
     this.#probing = true;
     this.#valueAtProbe = this.value;
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
+    // The probe's end keeps the baseline fresh (or replaces it): the next expiry is a full age away.
+    this.#freshAt = this.#probeStart;
     // Every few probes (and the first) dip to half at most: only such a dip may raise the baseline
     // within ±10 % (the first baseline is often a sample at the noise's low edge).
-    const depth = this.#shallow >= SHALLOW_RUN ? Math.min(this.#depth, 0.5) : this.#depth;
+    const depth = stale
+      ? this.#minProbeDepth
+      : this.#shallow >= SHALLOW_RUN
+        ? Math.min(this.#depth, 0.5)
+        : this.#depth;
     this.#probeAt = depth;
     this.#loadedAtProbe = this.#loaded;
     this.dipLimit = Math.max(minLimit, Math.floor(limit * depth));

@@ -30,8 +30,10 @@ export interface LimitFeedOptions {
  *
  * Late calls (issue 12): for an algorithm with `onLate`, the timed calls in flight are counted per
  * tick of the stall detector ({@link LateCalls}); each tick reports those past the algorithm's
- * `lateAfterMs` once through `onLate(count, inflight)`, and a reported call's own sample is not fed
- * again when it completes (it was counted). A tick that finds a stall excuses every call in flight.
+ * `lateAfterMs` once through `onLate(count, inflight)` (each counts as a drop). When a reported call
+ * completes, a success is still fed as the latency sample it is (how the algorithm learns a latency
+ * that moved for good), while a drop is not fed again (it was counted). A tick that finds a stall
+ * excuses every call in flight.
  */
 export class LimitFeed {
   readonly algorithm: LimitAlgorithm;
@@ -129,8 +131,12 @@ export class LimitFeed {
   released(startTime: number, inflight: number, rtt: number, outcome: Outcome): boolean {
     if (!Number.isNaN(startTime)) {
       this.service.observe(rtt);
-      // A call reported late was counted then: its sample is not fed again.
-      if (this.#late?.released(startTime) === true) return false;
+      // A call reported late was counted as a drop then: it is not a drop again. A late call that
+      // succeeds is still fed, as the latency sample it is: without it a downstream whose latency
+      // moved for good (20 ms → 500 ms) would only ever be seen through late reports, and the
+      // algorithm could never learn the new baseline (the limit would stay at its floor).
+      const late = this.#late?.released(startTime) === true;
+      if (late && outcome !== 'success') return false;
       if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
         if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
           this.stalledSamples++;
