@@ -9,33 +9,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { parseSvg } from './helpers/svg.mjs';
 
 const demo = fileURLToPath(new URL('../latency-spike/demo.mjs', import.meta.url));
-
-/** Elements of a well-formed SVG (every tag closed in order, attributes quoted), in order. */
-function parseSvg(svg) {
-  const elements = [];
-  const stack = [];
-  const tag = /<(\/?)([a-zA-Z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>/y;
-  for (let i = svg.indexOf('<'); i !== -1; i = svg.indexOf('<', tag.lastIndex)) {
-    tag.lastIndex = i;
-    const m = tag.exec(svg);
-    assert.ok(m, `malformed tag at ${i}: ${svg.slice(i, i + 40)}`);
-    const [, close, name, attrs, self] = m;
-    if (close) assert.equal(stack.pop(), name, `</${name}> closes the wrong element`);
-    else {
-      elements.push({
-        name,
-        attrs: Object.fromEntries(
-          [...attrs.matchAll(/([\w:-]+)="([^"]*)"/g)].map((a) => [a[1], a[2]]),
-        ),
-      });
-      if (!self) stack.push(name);
-    }
-  }
-  assert.deepEqual(stack, [], 'unclosed elements');
-  return elements;
-}
 
 test('the demo prints one table row per strategy and writes an SVG with one series per strategy', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'limits-demo-'));
