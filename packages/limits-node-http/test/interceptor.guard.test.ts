@@ -17,10 +17,9 @@ import {
   until,
 } from './support/interceptorServer.js';
 
-test.skipIf(undici8Runs)(
-  `undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`,
-  () => {},
-);
+// Where undici 8 cannot run, say so as a skipped test (an empty test would pass and prove nothing).
+if (!undici8Runs)
+  test.skip(`undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`, () => {});
 
 type AnyGuard = Guard<unknown[], unknown>;
 type BreakerOptions = Omit<GuardOptions<unknown[], unknown>, 'classify'>;

@@ -21,10 +21,9 @@ setFlagsFromString('--expose-gc');
 /** V8's collector, reachable once the flag is set (for the garbage-collected body test). */
 const gc = runInNewContext('gc') as () => void;
 
-test.skipIf(undici8Runs)(
-  `undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`,
-  () => {},
-);
+// Where undici 8 cannot run, say so as a skipped test (an empty test would pass and prove nothing).
+if (!undici8Runs)
+  test.skip(`undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`, () => {});
 
 describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
   let server: TestServer;
