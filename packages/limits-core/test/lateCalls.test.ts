@@ -88,11 +88,19 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
     await clock.advance(500);
     expect(alg.late).toEqual([[3, 3]]); // once each
     (held[0] as Permit).dropped(); // counted as a drop when it was reported late: not again
-    (held[1] as Permit).success(); // a success teaches its latency (a latency that moved for good)
+    // Old news: the fast call, started after it, came back on time (the downstream recovered since).
+    (held[1] as Permit).success();
     (held[2] as Permit).ignore();
+    expect(alg.samples.map((s) => [s.rtt, s.dropped])).toEqual([[10, false]]);
+    // A late call with no on-time call after its start teaches its latency (a latency that moved
+    // for good is learned this way).
+    const slow = limiter.tryAcquire() as Permit;
+    await clock.advance(300);
+    expect(alg.late.at(-1)).toEqual([1, 1]);
+    slow.success();
     expect(alg.samples.map((s) => [s.rtt, s.dropped])).toEqual([
       [10, false],
-      [660, false],
+      [300, false],
     ]);
   });
 

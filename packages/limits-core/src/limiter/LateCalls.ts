@@ -45,6 +45,13 @@ export class LateCalls {
    * A tick at `now`: forgets the buckets that ended at or before `now − lateAfterMs` and returns how
    * many calls they still held (now late); then opens a bucket for the calls that start from `now`.
    */
+  /** Calls tracked and not reported late (nor excused): the calls in flight that are not late. */
+  get tracked(): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#counts.length; i++) n += this.#counts[i] as number;
+    return n;
+  }
+
   tick(now: number, lateAfterMs: number): number {
     const begins = this.#begins;
     const counts = this.#counts;

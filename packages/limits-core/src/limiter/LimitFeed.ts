@@ -8,6 +8,7 @@ import { algorithmName, validLimit } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LateCalls } from './LateCalls.js';
+import { LateProbes } from './LateProbes.js';
 import { ServiceTime } from './ServiceTime.js';
 import { StallDetector } from './StallDetector.js';
 
@@ -21,6 +22,23 @@ export interface LimitFeedOptions {
   clock: Clock;
 }
 
+/** @internal What a {@link LimitFeed} asks of its limiter. */
+export interface FeedHost {
+  /** Whether permits are out (the stall detector runs only then). */
+  held(): boolean;
+  /** The limit changed to `limit` (or late probes changed): returns the capacity that follows. */
+  onLimit(limit: number): number;
+  /** The units in flight now (for `onLate`). */
+  inflight(): number;
+  /**
+   * Whether the limiter is exactly full (for the late probes, {@link LateProbes}): in flight equals the
+   * capacity. Above it (the limit fell below the calls still out) a probe would find no room.
+   */
+  full(): boolean;
+  /** Serves queued waiters (after a late probe grew the capacity). */
+  dispatch(): void;
+}
+
 /**
  * @internal How a limiter feeds its algorithm: which grants are timed (sampling), what a timed release
  * tells (the service-time estimate; for an adaptive algorithm a sample, unless a stall of the process
@@ -32,7 +50,8 @@ export interface LimitFeedOptions {
  * tick of the stall detector ({@link LateCalls}); each tick reports those past the algorithm's
  * `lateAfterMs` once through `onLate(count, inflight)` (each counts as a drop). When a reported call
  * completes, a success is still fed as the latency sample it is (how the algorithm learns a latency
- * that moved for good), while a drop is not fed again (it was counted). A tick that finds a stall
+ * that moved for good) unless a call that started after it already came back on time (the
+ * downstream recovered: its latency is old news), while a drop is not fed again (it was counted). A tick that finds a stall
  * excuses every call in flight.
  */
 export class LimitFeed {
@@ -43,7 +62,13 @@ export class LimitFeed {
   readonly stall: StallDetector | undefined;
   /** The timed calls in flight, for `onLate` (adaptive algorithms with `onLate` and a stall detector). */
   readonly #late: LateCalls | undefined;
+  /** Probes beyond the capacity while every call in flight is late (with `#late`). */
+  readonly probes: LateProbes | undefined;
   readonly #inflight: () => number;
+  readonly #full: () => boolean;
+  /** When the last call that came back before it was late ended (late calls older are old news). */
+  #onTimeAt = -Infinity;
+  readonly #dispatch: () => void;
   readonly #adaptive: boolean;
   readonly #sampleEvery: number;
   readonly #time: MonotonicTime;
@@ -61,25 +86,23 @@ export class LimitFeed {
   /**
    * @param emitter - the limiter: emits `limit`, and reports a plug-in's error or bad value like a
    *   listener error.
-   * @param held - whether permits are out (the stall detector runs only then).
-   * @param onLimit - the limit changed to `limit`: returns the capacity that follows (for the event).
-   * @param inflight - the units in flight now (for `onLate`).
+   * @param host - what the feed asks of the limiter (see {@link FeedHost}).
    */
   constructor(
     o: LimitFeedOptions,
     time: MonotonicTime,
     emitter: EventEmitter<LimiterEvents>,
-    held: () => boolean,
-    onLimit: (limit: number) => number,
-    inflight: () => number = () => 0,
+    host: FeedHost,
   ) {
     this.algorithm = o.algorithm;
     this.#adaptive = o.adaptive;
     this.#sampleEvery = o.sampleEvery;
     this.#time = time;
     this.#emitter = emitter;
-    this.#onLimit = onLimit;
-    this.#inflight = inflight;
+    this.#onLimit = host.onLimit;
+    this.#inflight = host.inflight;
+    this.#full = host.full;
+    this.#dispatch = host.dispatch;
     this.service = new ServiceTime(o.initialServiceMs);
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
       const clock = o.clock;
@@ -91,10 +114,11 @@ export class LimitFeed {
       };
       const late = typeof o.algorithm.onLate === 'function' ? new LateCalls() : undefined;
       this.#late = late;
+      this.probes = late === undefined ? undefined : new LateProbes();
       this.stall = new StallDetector(
         monotonic,
         o.stallThresholdMs,
-        held,
+        host.held,
         late === undefined ? undefined : (now, stalled) => this.#tick(late, now, stalled),
       );
     }
@@ -135,8 +159,16 @@ export class LimitFeed {
       // succeeds is still fed, as the latency sample it is: without it a downstream whose latency
       // moved for good (20 ms → 500 ms) would only ever be seen through late reports, and the
       // algorithm could never learn the new baseline (the limit would stay at its floor).
-      const late = this.#late?.released(startTime) === true;
-      if (late && outcome !== 'success') return false;
+      const reported = this.#late?.released(startTime) === true;
+      if (reported) {
+        if (this.probes?.lateEnded() === true) this.#onLimit(this.limit);
+        // A drop was counted when reported; a success that began before a call that came back on
+        // time is old news (the downstream has recovered since): neither is fed.
+        if (outcome !== 'success' || startTime < this.#onTimeAt) return false;
+      } else if (outcome === 'success' && this.#late !== undefined) {
+        this.#onTimeAt = startTime + rtt;
+        this.probes?.fresh(); // back before it was late: the downstream answers on time again
+      }
       if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
         if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
           this.stalledSamples++;
@@ -176,16 +208,24 @@ export class LimitFeed {
     const algorithm = this.algorithm;
     const after = algorithm.lateAfterMs;
     const count = late.tick(now, typeof after === 'number' && after > 0 ? after : Infinity);
-    if (count === 0) return;
     const inflight = this.#inflight();
+    if (count > 0) this.#reportLate(count, inflight, now, after as number);
+    // Every call in flight is late: one more probe, staggered (see LateProbes).
+    if (inflight > 0 && late.tracked === 0 && this.probes?.allLate(now, this.#full()) === true) {
+      this.#onLimit(this.limit);
+      this.#dispatch();
+    }
+  }
+
+  /** `count` calls became late: the algorithm hears of them, and the limit follows. */
+  #reportLate(count: number, inflight: number, now: number, age: number): void {
     try {
-      algorithm.onLate?.(count, inflight);
+      this.algorithm.onLate?.(count, inflight);
     } catch (error) {
       this.#onError(error);
       return;
     }
     // The `limit` event's sample stands for the late calls: dropped, ending now, as old as the rule.
-    const age = after as number;
     this.#changed({ startTime: now - age, rtt: age, inflight, dropped: true });
   }
 

@@ -70,9 +70,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#time = time;
     this.#gate = o.gate;
     this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)
-    const held = () => this.#permits > 0;
-    const onLimit = (limit: number) => (this.#capacity = Math.max(limit, o.probeSlots));
-    const feed = new LimitFeed(o, time, this, held, onLimit, () => this.#inflight);
+    const feed = new LimitFeed(o, time, this, {
+      held: () => this.#permits > 0,
+      onLimit: (limit) =>
+        (this.#capacity = Math.max(limit, o.probeSlots) + (feed.probes?.extra ?? 0)),
+      inflight: () => this.#inflight,
+      full: () => o.gate === undefined && this.#inflight - this.#capacity === 0,
+      dispatch: () => this._dispatch(),
+    });
     this.#feed = feed;
     this.#capacity = Math.max(feed.limit, o.probeSlots);
     this.#closing = new CloseWaiters(o.clock, () => feed.stall?.stop());
@@ -82,9 +87,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
     // The plain path of run() needs an algorithm that learns nothing from an untimed call: a drop
     // of an adaptive one is fed with its in-flight count, which only a permit carries.
-    const plain = o.adaptive
-      ? undefined
-      : new PlainRuns(hooks, (outcome) => this.#releaseUnit(outcome));
+    const plain = o.adaptive ? undefined : new PlainRuns(hooks, (out) => this.#releaseUnit(out));
     this.#plain = plain;
     const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks, plain);
     this.#runner = runner;

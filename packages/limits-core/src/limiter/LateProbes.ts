@@ -1,0 +1,61 @@
+/** At most this many probes beyond the capacity while every call in flight is late. */
+export const MAX_LATE_PROBES = 3;
+
+/** At least this long (ms) between two such probes (and a new one only once the last is late too). */
+export const LATE_PROBE_SPACING_MS = 1_000;
+
+/**
+ * @internal Probes beyond the capacity while a downstream is sick (issue 12, S1's recovery). When the
+ * limit has collapsed to its floor, the one call it lets through sits on a downstream that takes,
+ * say, 3 s: the first fast answer after the downstream recovers comes only when that call ends, up to
+ * 3 s later. So while every call in flight is late (and the limiter is full), one more call is let
+ * through, at most once per {@link LATE_PROBE_SPACING_MS} and never more than {@link MAX_LATE_PROBES}
+ * beyond the capacity: their starts are staggered through the slowdown, and one of them sees the
+ * recovery within about a second. Once a call comes back on time (before it was late), no new one
+ * starts and the extra units go as the late calls end.
+ */
+export class LateProbes {
+  /** Units of capacity granted beyond the limit for these probes (0 to MAX_LATE_PROBES). */
+  extra = 0;
+  #at = -Infinity;
+  /** A call came back on time since the probes began: no new probe; the extra units wind down. */
+  #recovered = false;
+
+  /**
+   * Every call in flight is late at `now`; `full`: the limiter is exactly full (in flight equals the
+   * capacity: a probe gets the one unit it adds at once, so their starts stay staggered).
+   * @returns whether one more probe is allowed now (`extra` counts it).
+   */
+  allLate(now: number, full: boolean): boolean {
+    if (
+      this.#recovered ||
+      !full ||
+      this.extra >= MAX_LATE_PROBES ||
+      now - this.#at < LATE_PROBE_SPACING_MS
+    ) {
+      return false;
+    }
+    this.extra++;
+    this.#at = now;
+    return true;
+  }
+
+  /**
+   * A call came back on time: the downstream answers again. No new probe; the extra units stay while
+   * the late calls still hold them (taking them away now would leave no room for fresh calls until
+   * those end) and go as they end.
+   */
+  fresh(): void {
+    if (this.extra > 0) this.#recovered = true;
+  }
+
+  /** A call reported late ended. @returns whether an extra unit went (the capacity shrinks by one). */
+  lateEnded(): boolean {
+    if (!this.#recovered || this.extra === 0) return false;
+    if (--this.extra === 0) {
+      this.#recovered = false;
+      this.#at = -Infinity;
+    }
+    return true;
+  }
+}
