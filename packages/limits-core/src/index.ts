@@ -47,7 +47,11 @@ export type {
   RejectEvent,
   ReleaseEvent,
 } from './limiter/events.js';
-export { LATE_PROBE_SPACING_MS, MAX_LATE_PROBES } from './limiter/LateProbes.js';
+export {
+  LATE_PROBE_SPACING_MS,
+  LATE_PROBES_FOR_MS,
+  MAX_LATE_PROBES,
+} from './limiter/LateProbes.js';
 export { Limiter } from './limiter/Limiter.js';
 export type {
   AcquireOptions,

@@ -1,7 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import { VegasLimit } from '../src/limit/VegasLimit.js';
-import { LATE_PROBE_SPACING_MS, MAX_LATE_PROBES } from '../src/limiter/LateProbes.js';
+import {
+  LATE_PROBE_SPACING_MS,
+  LATE_PROBES_FOR_MS,
+  MAX_LATE_PROBES,
+} from '../src/limiter/LateProbes.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
@@ -34,7 +38,7 @@ describe('late probes', () => {
     expect(limiter.capacity).toBe(2);
     await clock.advance(250);
     expect(limiter.capacity).toBe(3);
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 3; i++) {
       const p = limiter.tryAcquire();
       if (p !== undefined) held.push(p);
       await clock.advance(LATE_PROBE_SPACING_MS);
@@ -105,5 +109,39 @@ describe('late probes', () => {
     expect(maxLateInflight).toBeLessThanOrEqual(1 + MAX_LATE_PROBES);
     // The first fast answer after the spike: within about a second (one probe slot alone: up to 3 s).
     expect(firstFastAfter).toBeLessThanOrEqual(LATE_PROBE_SPACING_MS + 250);
+  });
+});
+
+describe('late probes in a slowdown that lasts', () => {
+  test('after LATE_PROBES_FOR_MS no new probe starts and the extra units go as the late calls end', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: new Floor(), clock, stallThresholdMs: 50 });
+    const held: Permit[] = [limiter.tryAcquire() as Permit];
+    for (let t = 0; t < LATE_PROBES_FOR_MS + 2 * LATE_PROBE_SPACING_MS; t += 50) {
+      const p = limiter.tryAcquire();
+      if (p !== undefined) held.push(p);
+      // Each late call ends after 2 s and its unit is taken again (all calls stay late).
+      await clock.advance(50);
+      if (held.length > 0 && clock.now() % 2_000 === 0) (held.shift() as Permit).success();
+    }
+    // Winding down: each late call that ends takes its unit along.
+    const before = limiter.capacity;
+    expect(before).toBeLessThanOrEqual(1 + MAX_LATE_PROBES);
+    for (const p of held.splice(0)) p.success();
+    expect(limiter.capacity).toBe(1);
+    expect(limiter.inflight).toBe(0);
+    // No new probes while the slowdown lasts (the algorithm relearns its baseline meanwhile)…
+    const late = limiter.tryAcquire() as Permit;
+    await clock.advance(5 * LATE_PROBE_SPACING_MS);
+    expect(limiter.capacity).toBe(1);
+    late.success();
+    // …until a call comes back on time.
+    const onTime = limiter.tryAcquire() as Permit;
+    await clock.advance(10);
+    onTime.success();
+    const again = limiter.tryAcquire() as Permit;
+    await clock.advance(200);
+    expect(limiter.capacity).toBe(2);
+    again.success();
   });
 });

@@ -5,6 +5,14 @@ export const MAX_LATE_PROBES = 3;
 export const LATE_PROBE_SPACING_MS = 1_000;
 
 /**
+ * A slowdown that lasts this long (ms) from the first late probe is no longer a spike to ride out but
+ * a latency that moved: no new probe, and the extra units go as the late calls end, so the
+ * algorithm's deepest probe (a baseline left stale for `BASELINE_MAX_AGE_MS`, 10 s) measures at its
+ * own small limit and relearns the baseline.
+ */
+export const LATE_PROBES_FOR_MS = 9_000;
+
+/**
  * @internal Probes beyond the capacity while a downstream is sick (issue 12, S1's recovery). When the
  * limit has collapsed to its floor, the one call it lets through sits on a downstream that takes,
  * say, 3 s: the first fast answer after the downstream recovers comes only when that call ends, up to
@@ -18,8 +26,15 @@ export class LateProbes {
   /** Units of capacity granted beyond the limit for these probes (0 to MAX_LATE_PROBES). */
   extra = 0;
   #at = -Infinity;
-  /** A call came back on time since the probes began: no new probe; the extra units wind down. */
+  /** When the first probe of this slowdown started. */
+  #since = Number.NaN;
+  /**
+   * A call came back on time since the probes began, or they ran for LATE_PROBES_FOR_MS: no new
+   * probe; the extra units wind down.
+   */
   #recovered = false;
+  /** The probes ran for LATE_PROBES_FOR_MS: none again until a call comes back on time. */
+  #blocked = false;
 
   /**
    * Every call in flight is late at `now`; `full`: the limiter is exactly full (in flight equals the
@@ -27,7 +42,12 @@ export class LateProbes {
    * @returns whether one more probe is allowed now (`extra` counts it).
    */
   allLate(now: number, full: boolean): boolean {
+    if (this.extra > 0 && now - this.#since >= LATE_PROBES_FOR_MS) {
+      this.#recovered = true;
+      this.#blocked = true;
+    }
     if (
+      this.#blocked ||
       this.#recovered ||
       !full ||
       this.extra >= MAX_LATE_PROBES ||
@@ -35,6 +55,7 @@ export class LateProbes {
     ) {
       return false;
     }
+    if (this.extra === 0) this.#since = now;
     this.extra++;
     this.#at = now;
     return true;
@@ -46,6 +67,7 @@ export class LateProbes {
    * those end) and go as they end.
    */
   fresh(): void {
+    this.#blocked = false;
     if (this.extra > 0) this.#recovered = true;
   }
 
