@@ -1,6 +1,7 @@
 import {
   type AcquireOptions,
   type Clock,
+  checkClock,
   checkFunction,
   checkKeys,
   checkNumber,
@@ -13,6 +14,7 @@ import {
 } from 'limits-core';
 import { isFetchGuard, type LimitFetchGuard } from './fetchGuard.js';
 import type { InterceptorHeaders } from './interceptorTypes.js';
+import { checkRetryPolicy, isIdempotent } from './retryOptions.js';
 
 /**
  * Where `limitInterceptor` gets its limiter: one {@link Limiter} for every request, or a function of
@@ -172,13 +174,6 @@ export interface InterceptorConfig {
   readonly clock: Clock;
 }
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-
-/** The default {@link LimitInterceptorOptions.retryable}: idempotent methods (RFC 9110 §9.2.2). */
-export function isIdempotent(request: InterceptedRequest): boolean {
-  return IDEMPOTENT.has(request.method);
-}
-
 const KEYS = [
   'limiter',
   'guard',
@@ -227,7 +222,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
   );
   const retry = checkRetryPolicy(options.retry);
   const retryable = checkFunction<InterceptorConfig['retryable']>('retryable', options.retryable);
-  const clock = checkClock(options.clock);
+  const clock = checkClock('clock', options.clock) ?? systemClock;
   return {
     limiter,
     guard,
@@ -272,31 +267,4 @@ function checkLimiterSource(value: unknown): LimiterSource {
   throw new TypeError(
     `limits: option "limiter" must be a Limiter or a function (origin) => Limiter | undefined, got ${formatValue(value)}`,
   );
-}
-
-function checkClock(value: unknown): Clock {
-  if (value === undefined) return systemClock;
-  const c = value as Clock;
-  if (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof c.now === 'function' &&
-    typeof c.setTimeout === 'function' &&
-    typeof c.clearTimeout === 'function'
-  )
-    return c;
-  throw new TypeError(
-    `limits: option "clock" must be a Clock (now, setTimeout, clearTimeout), got ${formatValue(value)}`,
-  );
-}
-
-function checkRetryPolicy(value: unknown): RetryPolicy | undefined {
-  if (value === undefined) return undefined;
-  if (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as RetryPolicy).run === 'function'
-  )
-    return value as RetryPolicy;
-  throw new TypeError(`limits: option "retry" must be a RetryPolicy, got ${formatValue(value)}`);
 }

@@ -12,6 +12,7 @@ import {
   systemClock,
 } from 'limits-core';
 import { isFetchGuard, type LimitFetchGuard } from './fetchGuard.js';
+import { checkRetryPolicy, isIdempotent } from './retryOptions.js';
 
 /** What a `limitFetch` call is about, for `limiter` functions, `classify` and `retryable`. */
 export interface LimitFetchRequest {
@@ -126,13 +127,6 @@ const KEYS = [
   'clock',
 ] as const;
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-
-/** The default {@link LimitFetchOptions.retryable}: idempotent methods (RFC 9110 §9.2.2). */
-export function isIdempotent(request: LimitFetchRequest): boolean {
-  return IDEMPOTENT.has(request.method);
-}
-
 /**
  * Checks every option before anything is built.
  * @throws TypeError for a wrong type, an unknown key, or neither/both of `limiter` and `guard`;
@@ -175,13 +169,7 @@ export function resolveLimitFetchOptions(fetch: unknown, options: unknown): Limi
   const timeoutMs = checkNumber('timeoutMs', o.timeoutMs, Infinity, range);
   const release = checkOneOf('release', o.release, 'body', ['body', 'headers']);
   const bodyTimeoutMs = checkNumber('bodyTimeoutMs', o.bodyTimeoutMs, Infinity, range);
-  const retry = o.retry;
-  if (
-    retry !== undefined &&
-    (typeof retry !== 'object' || retry === null || typeof retry.run !== 'function')
-  ) {
-    throw new TypeError(`limits: option "retry" must be a RetryPolicy, got ${formatValue(retry)}`);
-  }
+  const retry = checkRetryPolicy(o.retry);
   const retryable = checkFunction<LimitFetchConfig['retryable']>('retryable', o.retryable);
   return {
     limiter: o.limiter,

@@ -46,7 +46,7 @@ describe('limitInterceptor options', () => {
       limitInterceptor({ limiter, classify: 'x' as unknown as () => undefined }),
     ).toThrow('limits: option "classify" must be a function, got "x"');
     expect(() => limitInterceptor({ limiter, clock: {} as never })).toThrow(
-      /option "clock" must be a Clock/,
+      /option "clock\.now" must be a function, got undefined/,
     );
   });
 
