@@ -1,4 +1,5 @@
 // limits-redis: fleet-wide limits on Redis (see README.md).
+
 export { BudgetedLimiter, BudgetedPermit, type LeaseSource } from './budget/BudgetedLimiter.js';
 export { type BudgetOperation, RedisUnavailableError } from './budget/errors.js';
 export type {
@@ -18,6 +19,7 @@ export type {
 } from './budget/options.js';
 export type { RedisClient, RedisSubscriber } from './budget/RedisClient.js';
 export { type BudgetStatus, RedisConcurrencyBudget } from './budget/RedisConcurrencyBudget.js';
+export type { ScriptClient } from './luaScript.js';
 export {
   RedisQuotaStore,
   type RedisQuotaStoreOptions,

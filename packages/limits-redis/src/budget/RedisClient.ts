@@ -1,12 +1,10 @@
+import type { ScriptClient } from '../luaScript.js';
+
 /**
  * The part of an ioredis client (v5 or v6, `Redis` or `Cluster`) the budget uses. Any client with
  * these methods works; limits-redis never imports ioredis itself.
  */
-export interface RedisClient {
-  /** `EVALSHA sha numkeys key... arg...`. */
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-  /** `EVAL script numkeys key... arg...` (also caches the script on the server). */
-  eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+export interface RedisClient extends ScriptClient {
   /** A new connection with the same options: the budget subscribes to release messages on it. */
   duplicate(): RedisSubscriber;
   /**
@@ -21,24 +19,4 @@ export interface RedisSubscriber {
   subscribe(...channels: string[]): Promise<unknown>;
   on(event: string, listener: (channel: string, message: string) => void): unknown;
   disconnect(): void;
-}
-
-/** Runs a script by EVALSHA, and by EVAL when the server answers NOSCRIPT (after `SCRIPT FLUSH`, a restart, a new Cluster node). */
-export async function evalScript(
-  redis: RedisClient,
-  script: { readonly source: string; readonly sha: string },
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  try {
-    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!isNoScript(error)) throw error;
-    return redis.eval(script.source, keys.length, ...keys, ...args);
-  }
-}
-
-function isNoScript(error: unknown): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
-  return typeof message === 'string' && message.startsWith('NOSCRIPT');
 }

@@ -1,7 +1,7 @@
 import type { Clock } from 'limits-core';
+import { evalScript, type LuaScript } from '../luaScript.js';
 import { RedisDownError, RedisTimeoutError } from './errors.js';
-import { evalScript, type RedisClient } from './RedisClient.js';
-import type { Script } from './scripts.js';
+import type { RedisClient } from './RedisClient.js';
 
 /**
  * @internal Runs the budget's scripts on its keys, each call bounded by a timeout, and tracks
@@ -54,7 +54,7 @@ export class ScriptCaller {
    * queued command once Redis is back).
    */
   call(
-    script: Script,
+    script: LuaScript,
     args: readonly (string | number)[],
     timeoutMs: number,
     onLate?: (reply: unknown) => void,
@@ -86,7 +86,11 @@ export class ScriptCaller {
         end();
         reject(new RedisTimeoutError(timeoutMs));
       }, timeoutMs);
-      evalScript(this.#redis, script, this.#keys, [this.#channel, ...args]).then(
+      evalScript(this.#redis, script, this.#keys.length, [
+        ...this.#keys,
+        this.#channel,
+        ...args,
+      ]).then(
         (reply) => {
           if (done) return onLate?.(reply);
           end();

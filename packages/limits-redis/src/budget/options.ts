@@ -1,8 +1,8 @@
 import {
   type Clock,
+  checkClock,
   checkKeys,
   checkNumber,
-  checkObject,
   checkOneOf,
   checkSignal,
   checkString,
@@ -173,7 +173,7 @@ export function resolveBudgetOptions(redis: unknown, options: unknown): Resolved
       `limits: option "prefix" must be a non-empty string without "{" or "}", got ${formatValue(prefix)}`,
     );
   }
-  const clock = checkClock(o.clock);
+  const clock = checkClock('clock', o.clock) ?? systemClock;
   return {
     redis: redis as RedisClient,
     name,
@@ -187,19 +187,6 @@ export function resolveBudgetOptions(redis: unknown, options: unknown): Resolved
     prefix,
     clock,
   };
-}
-
-function checkClock(value: unknown): Clock {
-  const clock = checkObject<Clock>('clock', value);
-  if (clock === undefined) return systemClock;
-  for (const key of ['now', 'setTimeout', 'clearTimeout'] as const) {
-    if (typeof clock[key] !== 'function') {
-      throw new TypeError(
-        `limits: option "clock.${key}" must be a function, got ${formatValue(clock[key])}`,
-      );
-    }
-  }
-  return clock;
 }
 
 /** @internal One acquire's options after checks. */

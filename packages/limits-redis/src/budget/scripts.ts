@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { luaScript as script } from '../luaScript.js';
 
 /**
  * The budget's Lua scripts. Every script starts with the same prologue: it reads Redis `TIME` (one
@@ -91,16 +91,6 @@ return out
 const STATUS = `${PROLOGUE}
 return {inuse, redis.call('ZCARD', leases)}
 `;
-
-/** A Lua script with its SHA-1, for EVALSHA. */
-export interface Script {
-  readonly source: string;
-  readonly sha: string;
-}
-
-function script(source: string): Script {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
 
 /** @internal The budget's scripts. */
 export const budgetScripts = {

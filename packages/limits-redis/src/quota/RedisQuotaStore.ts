@@ -1,7 +1,8 @@
 import type { QuotaStore, QuotaStoreRequest, QuotaStoreVerdict } from 'limits-core';
 import { checkKeys, checkNumber, checkOneOf, checkString, formatValue } from 'limits-core';
+import { evalScript, type ScriptClient } from '../luaScript.js';
 import { encodeKeyPart } from './encodeKeyPart.js';
-import { QUOTA_SCRIPT, QUOTA_SCRIPT_SHA } from './script.js';
+import { QUOTA_SCRIPT } from './script.js';
 
 /**
  * What a {@link RedisQuotaStore} needs of a client: `evalsha` and `eval` returning promises, as an
@@ -9,9 +10,7 @@ import { QUOTA_SCRIPT, QUOTA_SCRIPT_SHA } from './script.js';
  * read before each call: anything but `"ready"` answers by the failure policy at once, so calls are
  * never parked in the client's offline queue to charge counters long after their caller was answered.
  */
-export interface RedisScriptClient {
-  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+export interface RedisScriptClient extends ScriptClient {
   readonly status?: string;
 }
 
@@ -114,7 +113,7 @@ export class RedisQuotaStore implements QuotaStore {
       return this.#failed(new Error(`limits: Redis is not connected (client status "${status}")`));
     let reply: unknown;
     try {
-      reply = await this.#withTimeout(this.#run(n, args));
+      reply = await this.#withTimeout(evalScript(this.#client, QUOTA_SCRIPT, n, args));
     } catch (error) {
       return this.#failed(error instanceof Error ? error : new Error(String(error)));
     }
@@ -127,16 +126,6 @@ export class RedisQuotaStore implements QuotaStore {
       resetInMs: reply[1] as number,
       counts: reply.slice(2) as number[],
     };
-  }
-
-  /** EVALSHA, and EVAL (which caches the script again) when Redis answers NOSCRIPT. */
-  async #run(numKeys: number, args: (string | number)[]): Promise<unknown> {
-    try {
-      return await this.#client.evalsha(QUOTA_SCRIPT_SHA, numKeys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.#client.eval(QUOTA_SCRIPT, numKeys, ...args);
-    }
   }
 
   #withTimeout(call: Promise<unknown>): Promise<unknown> {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { luaScript } from '../luaScript.js';
 
 /**
  * @internal The whole multi-axis judgement of a quota, in one script (so atomic on Redis).
@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
  * the current one counts 0 (the window index is stored, not inferred from expiry, so a key read at
  * the very end of its window is never carried into the next). Each key expires at its window's end.
  */
-export const QUOTA_SCRIPT = `
+const QUOTA_SCRIPT_SOURCE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local windowMs = tonumber(ARGV[1])
@@ -39,5 +39,5 @@ end
 return {0, endMs - now, unpack(counts)}
 `;
 
-/** @internal SHA-1 of {@link QUOTA_SCRIPT}, for EVALSHA. */
-export const QUOTA_SCRIPT_SHA = createHash('sha1').update(QUOTA_SCRIPT).digest('hex');
+/** @internal The script and its SHA-1 (the doc above). */
+export const QUOTA_SCRIPT = luaScript(QUOTA_SCRIPT_SOURCE);
