@@ -20,87 +20,16 @@
 // All cells run in this one process, one after the other, so they share one event loop and one CPU
 // with the Redis server: on a 2-CPU machine the numbers are a floor, not a verdict.
 
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import { Limiter } from 'limits-core';
 import { RedisConcurrencyBudget } from 'limits-redis';
+import { measure, startRedis } from './redis-bench.mjs';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const secondsArg = args.find((a) => a.startsWith('--seconds='));
 const seconds = secondsArg ? Number(secondsArg.split('=')[1]) : quick ? 1 : 5;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis() {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  process.once('exit', () => child.kill('SIGKILL')); // even when the run fails
-  for (let i = 0; ; i++) {
-    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      break;
-    } catch (e) {
-      probe.disconnect();
-      if (i > 100) throw e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return { port, stop: () => child.kill('SIGKILL') };
-}
-
-const percentile = (sorted, p) =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-
-/** Runs `callers` closed-loop callers of `op` for `ms`; returns ops/s, p50, p99 (ms). */
-async function measure(op, callers, ms) {
-  const latencies = [];
-  let errors = 0;
-  const end = performance.now() + ms;
-  const caller = async () => {
-    while (performance.now() < end) {
-      const t = performance.now();
-      try {
-        await op();
-        latencies.push(performance.now() - t);
-      } catch {
-        errors++;
-      }
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: callers }, caller));
-  const elapsed = performance.now() - start;
-  latencies.sort((a, b) => a - b);
-  return {
-    opsPerSec: Math.round((latencies.length / elapsed) * 1000),
-    p50: percentile(latencies, 0.5),
-    p99: percentile(latencies, 0.99),
-    errors,
-  };
-}
 
 const server = await startRedis();
 const redis = new Redis(server.port, '127.0.0.1');
@@ -147,7 +76,9 @@ try {
         await measure(op, callers, Math.min(300, seconds * 200)); // warm-up
         const r = await measure(op, callers, seconds * 1000);
         rows.push({ contender: id, cap, callers, ...r });
-        process.stderr.write(`${id} cap=${cap} callers=${callers}: ${r.opsPerSec} ops/s\n`);
+        process.stderr.write(
+          `${id} cap=${cap} callers=${callers}: ${Math.round(r.opsPerSec)} ops/s\n`,
+        );
       }
       await budget.close();
       await wrapped.budget.close?.();
@@ -168,6 +99,6 @@ console.log('| contender | cap | callers | ops/s | p50 ms | p99 ms | errors |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   console.log(
-    `| ${r.contender} | ${r.cap} | ${r.callers} | ${r.opsPerSec.toLocaleString('en-US')} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.errors} |`,
+    `| ${r.contender} | ${r.cap} | ${r.callers} | ${Math.round(r.opsPerSec).toLocaleString('en-US')} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.errors} |`,
   );
 }

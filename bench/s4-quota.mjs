@@ -18,15 +18,11 @@
 //
 // Build the packages first (limits-core and limits-redis dist). Redis is started by this script on a
 // free 127.0.0.1 port (`redis-server --save '' --appendonly no`) unless REDIS_PORT is set.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import { Quota } from 'limits-core';
 import { RedisQuotaStore } from 'limits-redis';
+import { measure, startRedis } from './redis-bench.mjs';
 
 const arg = (name, fallback) => {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -37,76 +33,6 @@ const seconds = arg('seconds', quick ? 0.5 : 3);
 const rounds = arg('rounds', quick ? 1 : 2);
 const CONCURRENCY = [1, 50];
 const BIG = 1e12;
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis() {
-  if (process.env.REDIS_PORT) return { port: Number(process.env.REDIS_PORT), stop() {} };
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'limits-s4-'));
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
-  process.once('exit', () => child.kill('SIGKILL'));
-  const probe = new Redis(port, '127.0.0.1', { retryStrategy: () => 20, lazyConnect: false });
-  probe.on('error', () => {});
-  await probe.ping();
-  probe.disconnect();
-  return {
-    port,
-    stop() {
-      child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** Runs `op` from `concurrency` closed-loop callers for `seconds`; returns ops/s and percentiles. */
-async function measure(op, concurrency) {
-  const latencies = [];
-  const end = performance.now() + seconds * 1000;
-  let errors = 0;
-  const caller = async (id) => {
-    let i = 0;
-    while (performance.now() < end) {
-      const t0 = performance.now();
-      try {
-        await op(id, i++);
-      } catch {
-        errors++;
-      }
-      latencies.push(performance.now() - t0);
-    }
-  };
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, (_, id) => caller(id)));
-  const elapsed = (performance.now() - t0) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
-  return { ops: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99), errors };
-}
 
 async function contenders(port) {
   const clients = [];
@@ -156,7 +82,7 @@ async function contenders(port) {
     /** Redis' own CPU time per quota script call (INFO commandstats), for sizing. */
     async scriptCost(op) {
       await clients[0].config('RESETSTAT');
-      await measure(op, 50);
+      await measure(op, 50, seconds * 1000);
       const info = await clients[0].info('commandstats');
       return /cmdstat_evalsha:calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/.exec(info);
     },
@@ -177,7 +103,7 @@ try {
   for (let round = 0; round < rounds; round++)
     for (const concurrency of CONCURRENCY)
       for (const [name, op] of rows) {
-        const r = await measure(op, concurrency);
+        const r = await measure(op, concurrency, seconds * 1000);
         const key = `${name}|${concurrency}`;
         if (!results.has(key)) results.set(key, []);
         results.get(key).push(r);
@@ -201,7 +127,7 @@ for (const concurrency of CONCURRENCY)
   for (const [name] of rows) {
     const rs = results.get(`${name}|${concurrency}`);
     console.log(
-      `| ${name} | ${concurrency} | ${median(rs.map((r) => r.ops)).toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(3)} | ${median(rs.map((r) => r.p99)).toFixed(3)} | ${rs.reduce((a, r) => a + r.errors, 0)} |`,
+      `| ${name} | ${concurrency} | ${median(rs.map((r) => r.opsPerSec)).toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(3)} | ${median(rs.map((r) => r.p99)).toFixed(3)} | ${rs.reduce((a, r) => a + r.errors, 0)} |`,
     );
   }
 if (cost)
