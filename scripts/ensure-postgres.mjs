@@ -9,10 +9,11 @@
 // `findPostgresBin()` is exported for the example's setup: the directory with `initdb` and `postgres`,
 // or `undefined`. Debian keeps them off PATH (in /usr/lib/postgresql/<major>/bin), so it looks at
 // `pg_config --bindir`, then PATH, then /usr/lib/postgresql/*/bin, newest major first.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { aptInstall, canAptInstall } from './apt-install.mjs';
 
 /** True when `dir` holds both server binaries. */
 function holdsServer(dir) {
@@ -48,21 +49,9 @@ function main() {
     console.log(`ensure-postgres: PostgreSQL server binaries in ${bin}`);
     return;
   }
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
-  if (isRoot && hasApt) {
+  if (canAptInstall()) {
     console.log('ensure-postgres: initdb is missing; installing the Debian package postgresql');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    try {
-      execFileSync('apt-get', ['update'], { stdio: 'inherit', env });
-      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'postgresql'], {
-        stdio: 'inherit',
-        env,
-      });
-    } catch (err) {
-      console.error(`ensure-postgres: apt-get failed (${err.message})`);
-      process.exit(1);
-    }
+    aptInstall('postgresql', 'ensure-postgres');
     bin = findPostgresBin();
     if (bin !== undefined) {
       console.log(`ensure-postgres: PostgreSQL server binaries in ${bin}`);

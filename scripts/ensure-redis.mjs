@@ -5,7 +5,8 @@
 //
 //   node scripts/ensure-redis.mjs
 //   LIMITS_REDIS_NO_INSTALL=1 node scripts/ensure-redis.mjs   only check, never install
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { aptInstall, canAptInstall } from './apt-install.mjs';
 
 /** True when `cmd` runs (`--version` exits 0). */
 function has(cmd) {
@@ -15,21 +16,9 @@ function has(cmd) {
 
 if (has('redis-server') && has('redis-cli')) process.exit(0);
 
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
-if (isRoot && hasApt && !process.env.LIMITS_REDIS_NO_INSTALL) {
+if (canAptInstall() && !process.env.LIMITS_REDIS_NO_INSTALL) {
   console.log('ensure-redis: redis-server is missing; installing the Debian package redis-server');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  try {
-    execFileSync('apt-get', ['update'], { stdio: 'inherit', env });
-    execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'redis-server'], {
-      stdio: 'inherit',
-      env,
-    });
-  } catch (err) {
-    console.error(`ensure-redis: apt-get failed (${err.message})`);
-    process.exit(1);
-  }
+  aptInstall('redis-server', 'ensure-redis');
   if (has('redis-server') && has('redis-cli')) process.exit(0);
   console.error('ensure-redis: redis-server was installed but is still not on PATH');
   process.exit(1);
