@@ -132,6 +132,31 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
     expect(b.value).toBe(101); // within ±10 %: refreshed to the probe's median, not moved
   });
 
+  test('a due probe waits for a limit it can dip (at the floor it would only hold the limit)', () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2, probeDepth: 0.5 });
+    // Due after half a round; at a limit of 1 (the floor) no dip starts, however many samples.
+    for (let i = 0; i < 20; i++) expect(b.observe(s(100, 1, false, i), 1, 1)).toBe('none');
+    expect(b.observe(s(100, 4, false, 20), 4, 1)).toBe('dip');
+    expect(b.dipLimit).toBe(2);
+    // A limit that falls to the dip calls it off (drops, late calls): no result, no hold.
+    expect(b.observe(s(100, 2, false, 30), 2, 1)).toBe('none');
+    expect(b.probing).toBe(false);
+  });
+
+  test("a probe's median within the spread of its own samples is not a move (±10 % jitter)", () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2, probeDepth: 0.5 });
+    const states = [];
+    for (let i = 0; i < 5; i++) states.push(b.observe(s(45, 10, false, i), 10, 1));
+    expect(states.at(-1)).toBe('dip');
+    expect(b.value).toBe(45);
+    // Median 52 is 15 % above 45, but the samples spread over 9 ms (46…55): noise, not a move.
+    const rtts = [46, 50, 52, 54, 55];
+    const end = rtts.map((rtt, i) => b.observe(s(rtt, 5, false, 100 + i), 10, 1));
+    expect(end.at(-1)).toBe('end');
+    // Not moved: the next probe is a normal spacing away (15 rounds), not a recheck (1 round).
+    for (let i = 0; i < 30; i++) expect(b.observe(s(50, 10, false, 200 + i), 10, 1)).toBe('none');
+  });
+
   test('queueing at a shallow dip cannot inflate the baseline more than 2× per probe', () => {
     const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1, probeSamples: 1 });
     b.observe(s(100, 10, false, 0), 10, 1);
@@ -152,10 +177,27 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
       while (b.observe(s(3000, 1, false, t), 10, 1) !== 'end') t += 3000;
       probes++;
     }
-    // Depth 0.5 → ×2 (100), 0.25 → ×2 (200), 0.125 is the deepest → trusted in full (3000); a
-    // baseline left stale for BASELINE_MAX_AGE_MS may get the deepest probe sooner.
+    // A dip whose samples take 60× the baseline outlasts 20 baselines and is called off without a
+    // result; the baseline, left stale for BASELINE_MAX_AGE_MS, gets the deepest probe, trusted in
+    // full (3000).
     expect(b.value).toBe(3000);
-    expect(probes).toBeLessThanOrEqual(3);
+    expect(probes).toBe(1);
+    expect(t).toBeGreaterThanOrEqual(BASELINE_MAX_AGE_MS);
+  });
+
+  test('a moderate lasting shift is relearned by probes within a few of them (the deepest dip is trusted)', () => {
+    const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1, probeSamples: 1 });
+    b.observe(s(50, 10, false, 0), 10, 1);
+    let t = 1;
+    let probes = 0;
+    while (b.value < 400 && probes < 10) {
+      while (b.observe(s(400, 1, false, t), 10, 1) !== 'end') t += 40;
+      probes++;
+    }
+    // Depth 0.5 → ×2 (100), 0.25 → ×2 (200), 0.125 is the deepest → trusted in full (400).
+    expect(b.value).toBe(400);
+    expect(probes).toBe(3);
+    expect(t).toBeLessThan(BASELINE_MAX_AGE_MS);
   });
 
   test('a baseline no sample came near for BASELINE_MAX_AGE_MS is replaced by the deepest probe at once', () => {

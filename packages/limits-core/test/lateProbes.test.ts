@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import { seededRandom } from '../src/internal/random.js';
+import { GradientLimit } from '../src/limit/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
 import { VegasLimit } from '../src/limit/VegasLimit.js';
 import {
@@ -143,5 +145,158 @@ describe('late probes in a slowdown that lasts', () => {
     await clock.advance(200);
     expect(limiter.capacity).toBe(2);
     again.success();
+  });
+});
+
+describe('regain after a spike (issue 12, S1)', () => {
+  // A downstream at 50 ms ± 10 % that takes 3,000 ms for calls started in [2 s, 8.1 s); a call every
+  // 10 ms (5 in flight when calm). Once latency is back the limit must serve the load at once: at
+  // S1 a probe dip that came due while the limit sat at 1 held it there for 13 fast answers, the
+  // spike's last calls held the slots of a limit that had not collapsed for up to 3 s, Gradient's
+  // exponential short average read the spike for 20 more samples, and ±10 % jitter made probes
+  // "move" the baseline and schedule deeper ones (down to a limit of 1).
+  const run = async (seed: number, make: (random: () => number) => LimitAlgorithm) => {
+    const clock = new FakeClock();
+    const jitter = seededRandom(seed);
+    const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+    const END = 8_100;
+    const spike = (t: number) => t >= 2_000 && t < END;
+    const downstream = () =>
+      new Promise<string>((resolve) => {
+        const start = clock.now();
+        const ms = spike(start) ? 3_000 : 50 * (0.9 + 0.2 * jitter());
+        clock.setTimeout(() => resolve(spike(start) ? 'slow' : 'fast'), ms);
+      });
+    let firstFast = Number.NaN;
+    const okAt: number[] = [];
+    const runs: Promise<unknown>[] = [];
+    for (let t = 0; t < 12_000; t += 10) {
+      runs.push(
+        limiter.run(downstream).then(
+          (answer) => {
+            if (answer !== 'fast' || t < END) return;
+            if (Number.isNaN(firstFast)) firstFast = clock.now();
+            okAt.push(clock.now());
+          },
+          () => {},
+        ),
+      );
+      await clock.advance(10);
+    }
+    await clock.advance(5_000);
+    await Promise.all(runs);
+    // From 250 ms after the first fast answer, (nearly) every call is admitted: ≥ 90 of each 100.
+    const from = firstFast + 250;
+    const bins: number[] = [];
+    for (let t = from; t + 1_000 <= 12_000; t += 1_000) {
+      bins.push(okAt.filter((at) => at >= t && at < t + 1_000).length);
+    }
+    return { firstFast, bins };
+  };
+
+  const ALGORITHMS: [string, (random: () => number) => LimitAlgorithm][] = [
+    ['Vegas', (random) => new VegasLimit({ random })],
+    ['Gradient', (random) => new GradientLimit({ random })],
+  ];
+  const CASES = ALGORITHMS.flatMap(([name, make]) =>
+    [1, 2, 3, 4, 5, 6, 7, 8].map((seed) => [name, seed, make] as const),
+  );
+  test.each(CASES)(
+    '%s, seed %i: the load is served from 250 ms after the first fast answer',
+    async (_name, seed, make) => {
+      const { firstFast, bins } = await run(seed, make);
+      expect(firstFast).toBeGreaterThan(8_100);
+      expect(Math.min(...bins), `first fast at ${firstFast}, bins ${bins}`).toBeGreaterThanOrEqual(
+        90,
+      );
+    },
+  );
+});
+
+describe('the end of a slowdown writes off the late calls (issue 12, S1)', () => {
+  /** A fixed limit of 3 that records its samples and late reports (late after 100 ms). */
+  class Fixed3 implements LimitAlgorithm {
+    limit = 3;
+    lateAfterMs = 100;
+    readonly samples: Sample[] = [];
+    late = 0;
+    update(sample: Sample): number {
+      this.samples.push(sample);
+      return this.limit;
+    }
+    onLate(count: number): void {
+      this.late += count;
+    }
+  }
+
+  test('the on-time answer after every call was late frees the slots the late calls hold, until they end', async () => {
+    const clock = new FakeClock();
+    const alg = new Fixed3();
+    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const stuck: Permit[] = [];
+    for (let i = 0; i < 3; i++) stuck.push(limiter.tryAcquire() as Permit);
+    await clock.advance(150); // all 3 late: one probe beyond the capacity
+    expect(alg.late).toBe(3);
+    expect(limiter.capacity).toBe(4);
+    const probe = limiter.tryAcquire() as Permit;
+    await clock.advance(20);
+    probe.success(); // back on time: the downstream recovered
+    // The 3 late calls are written off: fresh calls get the whole limit of 3 at once.
+    expect(limiter.capacity).toBe(6);
+    const fresh = [0, 1, 2].map(() => limiter.tryAcquire() as Permit);
+    expect(fresh.every((p) => p !== undefined)).toBe(true);
+    expect(limiter.tryAcquire()).toBeUndefined();
+    await clock.advance(20);
+    for (const p of fresh) p.success();
+    // Their samples count the calls within the limit when each was admitted, not the written-off
+    // ones (4, 5 and 6 were in flight).
+    expect(alg.samples.slice(-3).map((s) => s.inflight)).toEqual([1, 2, 3]);
+    // The units go as the late calls end.
+    for (let i = 0; i < 3; i++) {
+      (stuck[i] as Permit).success();
+      expect(limiter.capacity).toBe(5 - i);
+    }
+    expect(limiter.capacity).toBe(3);
+    expect(limiter.inflight).toBe(0);
+  });
+
+  test('calls reported late after that answer that started before it are old news: written off, not reported', async () => {
+    const clock = new FakeClock();
+    const alg = new Fixed3();
+    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const [a, b, c] = [0, 1, 2].map(() => limiter.tryAcquire() as Permit);
+    await clock.advance(150); // all late: a probe beyond the capacity
+    const p1 = limiter.tryAcquire() as Permit;
+    await clock.advance(850); // t = 1000: the probe is late too; a slow call ends and frees its slot
+    expect(alg.late).toBe(4);
+    (a as Permit).success();
+    const d = limiter.tryAcquire() as Permit; // started before the recovery, not late yet
+    await clock.advance(20);
+    (b as Permit).success();
+    const g = limiter.tryAcquire() as Permit;
+    await clock.advance(20);
+    g.success(); // t = 1040, on time: the slowdown is over
+    await clock.advance(200); // d is late now: old news, written off and not reported
+    expect(alg.late).toBe(4);
+    expect(limiter.capacity).toBe(3 + 3); // c, p1, d written off
+    const h = limiter.tryAcquire() as Permit; // started after the answer
+    await clock.advance(200);
+    expect(alg.late).toBe(5); // late: a new slowdown, reported
+    for (const p of [c, p1, d, h]) (p as Permit).success();
+    expect(limiter.inflight).toBe(0);
+    expect(limiter.capacity).toBe(3);
+  });
+
+  test('outside a slowdown (some calls in flight on time), a late call keeps its slot', async () => {
+    const clock = new FakeClock();
+    const alg = new Fixed3();
+    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const hung = limiter.tryAcquire() as Permit;
+    await clock.advance(150); // late, but the limiter is not full: no probe, no slowdown
+    const a = limiter.tryAcquire() as Permit;
+    await clock.advance(10);
+    a.success();
+    expect(limiter.capacity).toBe(3);
+    hung.success();
   });
 });

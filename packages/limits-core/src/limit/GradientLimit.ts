@@ -36,7 +36,7 @@ export interface GradientLimitOptions extends ProbingLimitOptions {
   queueAllowance?: number | ((limit: number) => number);
   /** Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. @default 0.2 */
   smoothing?: number;
-  /** Samples in the short RTT average (exponential). 1 = the sample itself. @default `min(5, longWindow)` */
+  /** Samples in the short RTT average (the plain mean of the last ones). 1 = the sample itself. @default `min(5, longWindow)` */
   shortWindow?: number;
   /** Samples in the long RTT average (exponential), Netflix's 600. @default `max(600, shortWindow)` */
   longWindow?: number;
@@ -56,6 +56,41 @@ const NON_NEGATIVE = { min: 0 };
 
 /** Lowest gradient: a sample can at most cut the level it was admitted at to this share. */
 const MIN_GRADIENT = 0.25;
+
+/**
+ * Plain mean of the last `window` values (a ring). The short average is a window, not an exponential
+ * average: after a latency spike the 60× RTTs leave it `window` samples later, where an exponential
+ * average of 5 holds the gradient at its floor for about 20 (a second of lost goodput at S1).
+ */
+class Window {
+  readonly #values: number[] = [];
+  readonly #size: number;
+  #next = 0;
+  #sum = 0;
+  constructor(size: number) {
+    this.#size = size;
+  }
+  /** Starts over from `x` alone. */
+  restart(x: number): number {
+    this.#values.length = 0;
+    this.#next = 0;
+    this.#sum = 0;
+    return this.add(x);
+  }
+
+  add(x: number): number {
+    const values = this.#values;
+    if (values.length < this.#size) {
+      values.push(x);
+      this.#sum += x;
+    } else {
+      this.#sum += x - (values[this.#next] as number);
+      values[this.#next] = x;
+      this.#next = this.#next + 1 === this.#size ? 0 : this.#next + 1;
+    }
+    return this.#sum / values.length;
+  }
+}
 
 /** Exponential moving average that averages plainly over its first `window` values. */
 class Ewma {
@@ -92,6 +127,9 @@ class Ewma {
  * - a dropped sample counts as the worst gradient instead of being ignored;
  * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link NoLoadRtt}), so it
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
+ * - the short average is the plain mean of the last `shortWindow` RTTs (not an exponential one), and
+ *   an answer within `tolerance ×` the baseline while it reads the lowest gradient restarts it: after
+ *   a latency spike the gradient is back within a sample or two, not twenty (issue 12, S1);
  * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
  *
  * The baseline, the probe dips, slow start (and its re-arming after a collapse), the app-limited
@@ -110,7 +148,7 @@ export class GradientLimit extends ProbingLimit {
   readonly #smoothing: number;
   readonly #warmup: number;
   readonly #longCap: number;
-  readonly #short: Ewma;
+  readonly #short: Window;
   readonly #long: Ewma;
 
   /**
@@ -159,7 +197,7 @@ export class GradientLimit extends ProbingLimit {
     this.#smoothing = smoothing;
     this.#warmup = warmup;
     this.#longCap = longCap;
-    this.#short = new Ewma(shortWindow);
+    this.#short = new Window(shortWindow);
     this.#long = new Ewma(longWindow);
   }
 
@@ -178,10 +216,19 @@ export class GradientLimit extends ProbingLimit {
       reason = 'drop';
       next = this.dropTarget(L, n);
     } else {
-      const short = this.#short.add(sample.rtt);
+      let short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
+      // An answer on time while the short average reads the lowest gradient (a spike's RTTs): the
+      // slowdown is over, and the window starts over from it instead of holding the limit down
+      // for `shortWindow` more samples (with the spike's calls still holding most permits, those
+      // come one at a time). A lucky fast answer in a real overload buys one sample of growth:
+      // the next slow one brings the gradient back down.
+      const base = this.baselineRttMs;
+      if (sample.rtt <= this.#tolerance * base && short * MIN_GRADIENT >= this.#tolerance * base) {
+        short = this.#short.restart(sample.rtt);
+      }
       if (long > 2 * short) long = this.#long.value = long * 0.95;
-      long = Math.min(long, this.#longCap * this.baselineRttMs);
+      long = Math.min(long, this.#longCap * base);
       this.#longRtt = long;
       if (this.probe !== 'none' || this.#long.count <= this.#warmup) {
         this.#gradient = undefined;

@@ -60,11 +60,13 @@ export interface NoLoadRttOptions {
 }
 
 /**
- * Between probes the baseline only descends to a sample 10 % or more below it: smaller dips are
+ * Between probes the baseline only descends to a sample 20 % or more below it: smaller dips are
  * RTT noise, and following them would bias the baseline to the noise's low edge (which reads as a
- * standing queue of `noise × limit` in Vegas' estimate).
+ * standing queue of `noise × limit` in Vegas' estimate, and as a gradient under 1 in Gradient's).
+ * With 10 % a downstream with ±10 % jitter kept the baseline at that edge, 10 % under the median the
+ * next probe measures: every probe read as a move and scheduled a deeper one (issue 12, S1).
  */
-const DESCEND = 0.9;
+const DESCEND = 0.8;
 
 /**
  * Only a positive, finite RTT can be a baseline: 0 (a millisecond clock) would make every later RTT
@@ -96,6 +98,13 @@ const SHALLOW_RUN = 3;
  */
 export const BASELINE_MAX_AGE_MS = 10_000;
 
+/**
+ * A dip still short of clean samples this many baselines after it began is called off without a
+ * result (see {@link NoLoadRtt.cancel}): latency rose under it (a spike), so its samples would not
+ * measure a no-load RTT, and it would hold the limit down when latency comes back.
+ */
+const PROBE_MAX_RTTS = 20;
+
 /** A sample within this factor of the baseline keeps it fresh. */
 const FRESH = 1.25;
 
@@ -108,10 +117,12 @@ export type ProbeState = 'none' | 'dip' | 'end';
  * build one from their options.
  *
  * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
- * is at least 10 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it
+ * is at least 20 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it
  * down and RTT noise cannot bias it to the noise's low edge. A probe's candidate is the median of its
- * clean samples, and a candidate within ±10 % refreshes the baseline without counting as a move. Under sustained saturation no sample
- * is ever unloaded, so the baseline is relearned by briefly lowering the limit (as BBR's ProbeRTT and
+ * clean samples, and a candidate within ±10 % (or within the spread of the probe's own samples)
+ * refreshes the baseline without counting as a move. A probe is called off without a result when
+ * the limit falls to its dip or it outlasts 20 baselines (see {@link NoLoadRtt.cancel}), and a due
+ * probe waits for a limit it can dip. Under sustained saturation no sample is ever unloaded, so the baseline is relearned by briefly lowering the limit (as BBR's ProbeRTT and
  * Netflix Gradient v1 do): the samples that started during the dip at low in-flight give the candidate.
  * A candidate that rises is capped at ×2 unless measured at the deepest dip, and every probe that
  * moves the baseline schedules a deeper, sooner follow-up; a probe that confirms it restores the
@@ -141,8 +152,8 @@ export class NoLoadRtt {
 
   #low1 = Infinity;
   #low2 = Infinity;
-  /** Rounds (of `limit` samples) until the next probe; -1 before the first sample. */
-  #untilProbe = -1;
+  /** Rounds (of `limit` samples) until the next probe (≤ 0: due); NaN before the first sample. */
+  #untilProbe = Number.NaN;
   #valueAtProbe = Infinity;
   #depth: number;
   /** The average RTT outside probes (at the full limit), from 0. */
@@ -154,6 +165,8 @@ export class NoLoadRtt {
   /** Probes at a normal depth above half since the last one at half or deeper. */
   #shallow = SHALLOW_RUN;
   #probing = false;
+  /** The running probe is the deepest one for a stale baseline (it runs even at the floor). */
+  #staleProbe = false;
   #probeStart = 0;
   #probeSeen = 0;
   readonly #probeRtts: number[] = [];
@@ -226,10 +239,38 @@ export class NoLoadRtt {
     if (stale) return this.#startProbe(sample, limit, minLimit, true);
     // The first probe comes within the first round (by default): the first samples may all have
     // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
-    if (this.#untilProbe < 0) this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
+    if (Number.isNaN(this.#untilProbe))
+      this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
     this.#untilProbe -= 1 / Math.max(1, limit);
-    if (this.#untilProbe > 1e-9 || !mayStart) return 'none';
+    if (this.#untilProbe > 1e-9 || !mayStart || !this.#canDip(limit, minLimit)) return 'none';
     return this.#startProbe(sample, limit, minLimit);
+  }
+
+  /**
+   * Whether a normal dip would lower the capacity: at the floor (a limit of 1 after a collapse) it
+   * would not, and a probe there would only hold the limit (no growth) for its samples while the
+   * calls of the collapse keep it from finding clean ones. A due probe waits for a limit it can dip.
+   */
+  #canDip(limit: number, minLimit: number): boolean {
+    const depth = this.#shallow >= SHALLOW_RUN ? Math.min(this.#depth, 0.5) : this.#depth;
+    return Math.max(minLimit, Math.floor(limit * depth)) < Math.floor(limit);
+  }
+
+  /**
+   * Calls off a running probe without a result, unless it is the deepest one for a stale baseline:
+   * the limit fell to the dip or under it (drops, late calls: the downstream is in trouble), so the
+   * dip no longer lowers anything, or the dip outlasted {@link PROBE_MAX_RTTS} baselines (latency
+   * rose under it); either would only hold the limit when latency comes back (at S1, for 13 fast
+   * answers after the first one) or learn a baseline from the slowdown. The next one is a normal spacing away (the
+   * baseline it would have checked is unchanged), at the first sample whose limit it can dip: a
+   * sooner one would fall in the regain after the incident.
+   * @returns whether a probe was called off.
+   */
+  cancel(): boolean {
+    if (!this.#probing || this.#staleProbe) return false;
+    this.#probing = false;
+    this.#untilProbe = this.#spacing(this.#probeMultiplier);
+    return true;
   }
 
   // The rare paths are apart from `observe`, which runs on every sample: kept small, V8 inlines it
@@ -250,6 +291,7 @@ export class NoLoadRtt {
   /** Starts a probe; `stale`: the deepest one, for a stale baseline (see {@link BASELINE_MAX_AGE_MS}). */
   #startProbe(sample: Sample, limit: number, minLimit: number, stale = false): ProbeState {
     this.#probing = true;
+    this.#staleProbe = stale;
     this.#valueAtProbe = this.value;
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
@@ -270,8 +312,15 @@ export class NoLoadRtt {
   }
 
   #observeProbe(sample: Sample, limit: number): ProbeState {
-    this.#probeSeen++;
     this.collapsed = false;
+    if (
+      (limit <= this.dipLimit ||
+        sample.startTime + sample.rtt - this.#probeStart > PROBE_MAX_RTTS * this.#valueAtProbe) &&
+      this.cancel()
+    ) {
+      return 'none';
+    }
+    this.#probeSeen++;
     if (
       !sample.dropped &&
       rttUsable(sample.rtt) &&
@@ -293,11 +342,15 @@ export class NoLoadRtt {
       // Judge the move against the baseline the probe started from: clean probe samples also
       // lower `value` through the between-probes path while the dip runs.
       const before = this.#valueAtProbe;
-      if (candidate < before * 0.9) {
+      // A move must also exceed the probe's own noise (the spread of its samples): two medians of
+      // a downstream with ±10 % jitter differ by 10 % now and then, and each such "move" would
+      // schedule a deeper dip soon (down to a limit of 1).
+      const noise = (this.#probeRtts[count - 1] as number) - (this.#probeRtts[0] as number);
+      if (candidate < before * 0.9 && before - candidate > noise) {
         this.value = candidate;
         moved = true;
         this.collapsed = candidate <= before * COLLAPSE;
-      } else if (candidate > before * 1.1) {
+      } else if (candidate > before * 1.1 && candidate - before > noise) {
         const deepest = this.#probeAt <= this.#minProbeDepth;
         this.value = deepest ? candidate : Math.min(candidate, before * 2);
         moved = true;

@@ -67,6 +67,14 @@ export class LateCalls {
     return late;
   }
 
+  /**
+   * Every call reported late so far started before this time (clock ms): the end of the newest
+   * bucket a tick has reported.
+   */
+  get reportedBefore(): number {
+    return this.#forgotBefore;
+  }
+
   /** A stall was detected at `now`: every call in flight overlapped it; none will be reported. */
   excuse(now: number): void {
     this.#forgotBefore = now;

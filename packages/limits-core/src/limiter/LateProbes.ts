@@ -20,7 +20,8 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * through, at most once per {@link LATE_PROBE_SPACING_MS} and never more than {@link MAX_LATE_PROBES}
  * beyond the capacity: their starts are staggered through the slowdown, and one of them sees the
  * recovery within about a second. Once a call comes back on time (before it was late), no new one
- * starts and the extra units go as the late calls end.
+ * starts, the late calls still out (and those reported late afterwards that started before that
+ * answer) are written off ({@link LateProbes.writeOff}), and the extra units go as they end.
  */
 export class LateProbes {
   /** Units of capacity granted beyond the limit for these probes (0 to MAX_LATE_PROBES). */
@@ -61,14 +62,40 @@ export class LateProbes {
     return true;
   }
 
+  /** Probes are out and no call has come back on time since the first one began. */
+  get probing(): boolean {
+    return this.extra > 0 && !this.#recovered;
+  }
+
   /**
-   * A call came back on time: the downstream answers again. No new probe; the extra units stay while
-   * the late calls still hold them (taking them away now would leave no room for fresh calls until
-   * those end) and go as they end.
+   * A call came back on time: the downstream answers again. No new probe; if it ends a slowdown
+   * (probes were out: every call in flight had been late), the late calls still out are written off
+   * ({@link LateProbes.writeOff}). Outside such an episode late calls keep their units: calls that
+   * hang now and then beside fast ones must keep counting.
+   * @param lateOut - calls reported late and still in flight.
+   * @returns whether the extra units grew (the capacity follows).
    */
-  fresh(): void {
+  fresh(lateOut: number): boolean {
     this.#blocked = false;
+    return this.probing ? this.writeOff(lateOut) : false;
+  }
+
+  /**
+   * Late calls that are old news (they started before the call that came back on time at the end of
+   * a slowdown) are written off: the extra units grow to their number, so fresh calls get the whole
+   * limit at once instead of waiting for the slots those calls hold until they end (3 s at S1: a
+   * second of lost goodput, and a probe dip they fill could admit nothing). They are bounded by
+   * the capacity at the recovery (they started before it); later late calls are not written off
+   * (outside a slowdown, calls that hang now and then beside fast ones must keep counting). The
+   * units go as the late calls end.
+   * @param lateOut - calls reported late and still in flight, all old news.
+   * @returns whether the extra units grew (the capacity follows).
+   */
+  writeOff(lateOut: number): boolean {
+    const grew = lateOut > this.extra;
+    if (grew) this.extra = lateOut;
     if (this.extra > 0) this.#recovered = true;
+    return grew;
   }
 
   /** A call reported late ended. @returns whether an extra unit went (the capacity shrinks by one). */

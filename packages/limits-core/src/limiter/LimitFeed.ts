@@ -52,7 +52,11 @@ export interface FeedHost {
  * completes, a success is still fed as the latency sample it is (how the algorithm learns a latency
  * that moved for good) unless a call that started after it already came back on time (the
  * downstream recovered: its latency is old news), while a drop is not fed again (it was counted). A tick that finds a stall
- * excuses every call in flight.
+ * excuses every call in flight. While every call in flight is late, {@link LateProbes} lets a few
+ * more through; the on-time answer that ends such a slowdown writes off the late calls still out,
+ * and the ones reported late afterwards that started before that answer are old news (the
+ * algorithm does not hear of them; their units are written off too). A sample's in-flight count
+ * leaves out those extra units: it counts the calls within the algorithm's limit.
  */
 export class LimitFeed {
   readonly algorithm: LimitAlgorithm;
@@ -66,7 +70,18 @@ export class LimitFeed {
   readonly probes: LateProbes | undefined;
   readonly #inflight: () => number;
   readonly #full: () => boolean;
-  /** When the last call that came back before it was late ended (late calls older are old news). */
+  /**
+   * Calls reported late and still in flight (approximate: a call excused by a stall that ends also
+   * counts down, never below 0).
+   */
+  #lateOut = 0;
+  /**
+   * When the call that came back on time at the end of the last slowdown (late probes were out)
+   * ended: calls reported late later that started before are old news (the spike's last calls; one
+   * that started after and is late tells of a new slowdown).
+   */
+  #recoveredFrom = Number.NEGATIVE_INFINITY;
+  /** When the last call that came back before it was late ended (late successes older are old news). */
   #onTimeAt = -Infinity;
   readonly #dispatch: () => void;
   readonly #adaptive: boolean;
@@ -161,13 +176,22 @@ export class LimitFeed {
       // algorithm could never learn the new baseline (the limit would stay at its floor).
       const reported = this.#late?.released(startTime) === true;
       if (reported) {
+        if (this.#lateOut > 0) this.#lateOut--;
         if (this.probes?.lateEnded() === true) this.#onLimit(this.limit);
         // A drop was counted when reported; a success that began before a call that came back on
         // time is old news (the downstream has recovered since): neither is fed.
         if (outcome !== 'success' || startTime < this.#onTimeAt) return false;
       } else if (outcome === 'success' && this.#late !== undefined) {
         this.#onTimeAt = startTime + rtt;
-        this.probes?.fresh(); // back before it was late: the downstream answers on time again
+        // Back before it was late: the downstream answers on time again. If that ends a slowdown
+        // (late probes were out), the late calls still out are written off, and so are those
+        // reported later that started before it ended (the limiter's dispatch after this release
+        // uses the capacity).
+        const probes = this.probes;
+        if (probes !== undefined) {
+          if (probes.probing) this.#recoveredFrom = startTime + rtt;
+          if (probes.fresh(this.#lateOut)) this.#onLimit(this.limit);
+        }
       }
       if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
         if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
@@ -186,6 +210,11 @@ export class LimitFeed {
   }
 
   #update(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
+    // The units granted beyond the limit for late probes and written-off late calls are not the
+    // algorithm's load: its samples count the calls within its limit (a probe dip's clean samples,
+    // the app-limited rule, Gradient's target).
+    const extra = this.probes === undefined ? 0 : this.probes.extra;
+    if (extra > 0) inflight = Math.max(1, inflight - extra);
     const sample: Sample = { startTime, rtt, inflight, dropped };
     try {
       this.algorithm.update(sample);
@@ -209,7 +238,19 @@ export class LimitFeed {
     const after = algorithm.lateAfterMs;
     const count = late.tick(now, typeof after === 'number' && after > 0 ? after : Infinity);
     const inflight = this.#inflight();
-    if (count > 0) this.#reportLate(count, inflight, now, after as number);
+    if (count > 0) {
+      if (late.reportedBefore <= this.#recoveredFrom) {
+        // Old news: they all started before the call that ended the last slowdown came back (the
+        // downstream has recovered since). The algorithm does not hear of them; their units are written off.
+        this.#lateOut += count;
+        if (this.probes?.writeOff(this.#lateOut) === true) {
+          this.#onLimit(this.limit);
+          this.#dispatch();
+        }
+      } else {
+        this.#reportLate(count, inflight, now, after as number);
+      }
+    }
     // Every call in flight is late: one more probe, staggered (see LateProbes).
     if (inflight > 0 && late.tracked === 0 && this.probes?.allLate(now, this.#full()) === true) {
       this.#onLimit(this.limit);
@@ -220,6 +261,7 @@ export class LimitFeed {
   /** `count` calls became late: the algorithm hears of them, and the limit follows. */
   #reportLate(count: number, inflight: number, now: number, age: number): void {
     try {
+      this.#lateOut += count;
       this.algorithm.onLate?.(count, inflight);
     } catch (error) {
       this.#onError(error);
