@@ -168,9 +168,11 @@ describe('regain after a spike (issue 12, S1)', () => {
         clock.setTimeout(() => resolve(spike(start) ? 'slow' : 'fast'), ms);
       });
     let firstFast = Number.NaN;
+    let peakBefore = 0;
     const okAt: number[] = [];
     const runs: Promise<unknown>[] = [];
     for (let t = 0; t < 12_000; t += 10) {
+      if (t >= 1_000 && t < 2_000) peakBefore = Math.max(peakBefore, limiter.capacity);
       runs.push(
         limiter.run(downstream).then(
           (answer) => {
@@ -191,7 +193,7 @@ describe('regain after a spike (issue 12, S1)', () => {
     for (let t = from; t + 1_000 <= 12_000; t += 1_000) {
       bins.push(okAt.filter((at) => at >= t && at < t + 1_000).length);
     }
-    return { firstFast, bins };
+    return { firstFast, bins, peakBefore };
   };
 
   const ALGORITHMS: [string, (random: () => number) => LimitAlgorithm][] = [
@@ -202,9 +204,11 @@ describe('regain after a spike (issue 12, S1)', () => {
     [1, 2, 3, 4, 5, 6, 7, 8].map((seed) => [name, seed, make] as const),
   );
   test.each(CASES)(
-    '%s, seed %i: the load is served from 250 ms after the first fast answer',
+    '%s, seed %i: a capacity of at most 10 before the spike (what its first moment fills), and the load served from 250 ms after the first fast answer',
     async (_name, seed, make) => {
-      const { firstFast, bins } = await run(seed, make);
+      const { firstFast, bins, peakBefore } = await run(seed, make);
+      // 5 calls in flight when calm, 6 at most: 1.5× that (with 2×, 12).
+      expect(peakBefore).toBeLessThanOrEqual(10);
       expect(firstFast).toBeGreaterThan(8_100);
       expect(Math.min(...bins), `first fast at ${firstFast}, bins ${bins}`).toBeGreaterThanOrEqual(
         90,

@@ -316,10 +316,11 @@ describe('close()', () => {
 describe('events', () => {
   test('limit events fire only when the integer limit changes and carry the reason', async () => {
     const clock = new FakeClock();
-    // Capped at 8: with 4 calls in flight a higher limit would be app-limited and decay (issue 12).
+    // Capped at 6: with 4 calls in flight a higher limit would be app-limited (over 1.5 × 4 once slow
+    // start is over) and decay (issue 12).
     const vegas = new VegasLimit({
       initialLimit: 4,
-      maxLimit: 8,
+      maxLimit: 6,
       probeMultiplier: 1000,
       recheckMultiplier: 1000,
     });

@@ -130,7 +130,9 @@ class Ewma {
  * - the short average is the plain mean of the last `shortWindow` RTTs (not an exponential one), and
  *   an answer within `tolerance ×` the baseline while it reads the lowest gradient restarts it: after
  *   a latency spike the gradient is back within a sample or two, not twenty (issue 12, S1);
- * - app-limited (`2 × inflight < limit`) stops growth only: falls still apply.
+ * - app-limited (`1.5 × inflight < limit`, `2 ×` in slow start) stops growth only: falls still apply;
+ * - a `steady` sample (it aims under the limit without queueing: the caller does not use it) pauses
+ *   the initial slow start until a growing sample at full use resumes it.
  *
  * The baseline, the probe dips, slow start (and its re-arming after a collapse), the app-limited
  * decay, late calls (`onLate`) and applying the result come from {@link ProbingLimit}.
@@ -246,7 +248,10 @@ export class GradientLimit extends ProbingLimit {
       // older, higher in-flight would aim above the limit while latency is many times the baseline).
       if (gradient >= 1 ? next < L : next > L) next = L;
       reason = next > L ? 'increase' : next < L ? 'queueing' : 'steady';
+      // Queueing ends slow start; a sample that aims under the limit without queueing (`steady`:
+      // the caller does not use it) pauses the initial one until the caller uses the limit again.
       if (reason === 'queueing') this.endSlowStart(sample.startTime, true);
+      else if (reason === 'steady') this.pauseSlowStart(sample.startTime);
     }
     this.#gradient = gradient;
     this.#longRtt = long;

@@ -73,7 +73,7 @@ export interface LimitAlgorithm {
  * - `drop`: a dropped sample (timeout, overload), the limit falls;
  * - `late`: calls still in flight past `lateAfterMs` count as dropped samples (`onLate`);
  * - `app-limited`: growth suppressed because in-flight is well below the limit (and, after a round
- *   of it, the limit decays toward twice the in-flight used);
+ *   of it, the limit decays toward 1.5× the peak in-flight used);
  * - `probe`: a short dip to re-measure the no-load RTT;
  * - `probe-end`: the dip ended, the limit is restored;
  * - `steady`: inside the target band, no change;

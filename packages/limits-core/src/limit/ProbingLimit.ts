@@ -16,6 +16,13 @@ const VALID_USE = 0.75;
 /** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
 const VALID_RTT = 1.25;
 
+/**
+ * App-limited headroom: growth stops while the limit is more than this many times the in-flight a
+ * sample was admitted under, and an unused limit decays toward this many times the peak in-flight
+ * of a round (the peak, as RFC 7661's pipeACK, so a bursty caller keeps room for its bursts).
+ */
+const HEADROOM = 1.5;
+
 /** Share of the gap to the app-limited target closed per round of `limit` samples. */
 const DECAY_PER_ROUND = 0.5;
 
@@ -37,15 +44,16 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  * 1. `admit(sample)` ignores an unusable sample ({@link usableSample}) and feeds the {@link NoLoadRtt}
  *    baseline, whose probe schedule may start or end a dip (its answer is left in `probe`);
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
- *    applies the rule's target: growth is suppressed while `2 × inflight < limit` (reason
+ *    applies the rule's target: growth is suppressed while `1.5 × inflight < limit` (`2 ×` during
+ *    slow start; reason
  *    `app-limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
  *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
  *    hears of it.
  *
  * Around the rule, the base adds (issue 12):
  * - **app-limited decay** (after TCP's congestion-window validation, RFC 7661): once in-flight has
- *   stayed under half the limit for a whole round of samples, the limit decays toward twice the
- *   average in-flight of the last such round (never below `minLimit`), closing half the gap per
+ *   stayed under the headroom for a whole round of samples, the limit decays toward 1.5× the peak
+ *   in-flight of the last such round (never below `minLimit`), closing half the gap per
  *   round; a limit that is never used is no evidence of capacity, and a spike would fill all of it
  *   before the first slow sample returns. Regrowth is fast: the last good level is kept and
  *   {@link SlowStart} aims back at it when demand returns;
@@ -70,7 +78,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   #estimate: number;
   // App-limited decay: the in-flight of the app-limited samples of the current round, and the
   // target from the last whole round (0: not decaying).
-  #idleSum = 0;
+  #idleMax = 0;
   #idleCount = 0;
   #decayTo = 0;
   /** The dropped sample `onLate` applies (one object, reused). */
@@ -166,6 +174,11 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     return this.#slowStart.active;
   }
 
+  /** A sample that does not use the limit pauses the initial slow start (see {@link SlowStart.pause}). */
+  protected pauseSlowStart(startTime: number): void {
+    this.#slowStart.pause(startTime);
+  }
+
   /** Queueing (or, for the initial slow start, a steady sample) ends slow start (see {@link SlowStart.end}). */
   protected endSlowStart(startTime: number, queueing: boolean): void {
     this.#slowStart.end(startTime, queueing);
@@ -211,7 +224,8 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   protected apply(reason: LimitReason, next: number, sample: Sample): number {
     const L = this.#estimate;
-    const idle = 2 * sample.inflight < L;
+    // Slow start doubles per round: its samples were admitted under half the limit they now judge.
+    const idle = (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L;
     if (idle && next > L) {
       next = L;
       reason = 'app-limited';
@@ -219,13 +233,13 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
     if (!sample.dropped) {
       if (idle) {
-        const decayed = this.#decay(L, estimate, sample.inflight, reason);
+        const decayed = this.#decay(L, estimate, sample, reason);
         if (decayed < estimate) {
           estimate = decayed;
           reason = 'app-limited';
         }
       } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
-        this.#idleSum = this.#idleCount = this.#decayTo = 0;
+        this.#idleMax = this.#idleCount = this.#decayTo = 0;
       }
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
@@ -256,14 +270,19 @@ export abstract class ProbingLimit implements LimitAlgorithm {
 
   /**
    * App-limited decay (see the class comment): counts the sample into the round, and once a whole
-   * round was app-limited moves the estimate toward twice its average in-flight.
+   * round was app-limited moves the estimate toward 1.5× its peak in-flight.
    */
-  #decay(L: number, estimate: number, inflight: number, reason: LimitReason): number {
+  #decay(L: number, estimate: number, sample: Sample, reason: LimitReason): number {
     if (reason !== 'app-limited' && reason !== 'steady') return estimate;
-    this.#idleSum += inflight;
+    const inflight = sample.inflight;
+    const startTime = sample.startTime;
+    if (inflight > this.#idleMax) this.#idleMax = inflight;
     if (++this.#idleCount >= L) {
-      this.#decayTo = Math.max(this.#minLimit, (2 * this.#idleSum) / this.#idleCount);
-      this.#idleSum = this.#idleCount = 0;
+      this.#decayTo = Math.max(this.#minLimit, HEADROOM * this.#idleMax);
+      // A whole round unused: the initial slow start pauses (a growing sample at full use resumes
+      // it), so the decay and the growth rule use the headroom, not slow start's 2×.
+      this.#slowStart.pause(startTime);
+      this.#idleMax = this.#idleCount = 0;
     }
     const to = this.#decayTo;
     if (to === 0 || estimate <= to) return estimate;

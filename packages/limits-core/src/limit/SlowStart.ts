@@ -24,6 +24,8 @@ export class SlowStart {
   #good = 0;
   /** Slow start was re-armed toward the good level (not the initial one). */
   #rearmed = false;
+  /** The initial slow start is paused: the caller did not use the limit (see {@link SlowStart.pause}). */
+  #paused = false;
 
   /** @param max - the level the initial slow start may reach (the algorithm's maximum). */
   constructor(max: number) {
@@ -45,7 +47,24 @@ export class SlowStart {
    *   began (still in flight from the incident) says nothing about the new limit and is ignored.
    */
   end(startTime: number, queueing: boolean): void {
-    if (startTime >= this.#since && (queueing || !this.#rearmed)) this.active = false;
+    if (startTime >= this.#since && (queueing || !this.#rearmed)) {
+      this.active = false;
+      this.#paused = false;
+    }
+  }
+
+  /**
+   * Pauses the initial slow start: a sample aimed under the limit without queueing (Gradient's
+   * `steady`: the caller does not use the limit, which tells nothing of the capacity). It resumes
+   * toward the maximum at the first validated growing sample (the caller uses the limit again).
+   * Paused, the app-limited rule uses its own headroom instead of slow start's 2×.
+   * @param startTime - start of the sample; one admitted before slow start began is ignored.
+   */
+  pause(startTime: number): void {
+    if (this.active && !this.#rearmed && startTime >= this.#since) {
+      this.active = false;
+      this.#paused = true;
+    }
   }
 
   /**
@@ -58,6 +77,11 @@ export class SlowStart {
    */
   after(before: number, limit: number, validated: boolean, growing: boolean, now: number): void {
     if (this.active && limit >= this.#target) this.active = false;
+    if (this.#paused && validated && growing) {
+      this.#paused = false;
+      this.active = true;
+      this.#since = now;
+    }
     if (validated && (growing || before >= this.#good / 2)) {
       // Under half the good level only growth (latency back at the baseline) replaces it.
       if (before < this.#good / 2) this.#resume(now);
@@ -73,6 +97,7 @@ export class SlowStart {
   restart(now: number): void {
     this.active = true;
     this.#rearmed = false;
+    this.#paused = false;
     this.#since = now;
     this.#target = this.#max;
     this.#good = 0;
@@ -83,6 +108,7 @@ export class SlowStart {
     if (this.active) return;
     this.active = true;
     this.#rearmed = true;
+    this.#paused = false;
     this.#since = now;
     this.#target = this.#good;
   }

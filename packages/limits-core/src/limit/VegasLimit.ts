@@ -63,8 +63,8 @@ export function log10Scale(limit: number): number {
  *   `queue ≤ min(threshold·L10, a)`, else `L10`; during slow start `step = max(L, step)` (doubling
  *   per round);
  * - otherwise unchanged (reason `steady`).
- * Growth is suppressed while `2 × inflight < L` (reason `app-limited`; after a whole round of it the
- * limit decays toward twice the in-flight used); falls still apply. The result is smoothed,
+ * Growth is suppressed while `1.5 × inflight < L` (`2 ×` in slow start; reason `app-limited`; after a
+ * whole round of it the limit decays toward 1.5× the peak in-flight used); falls still apply. The result is smoothed,
  * `L' = (1 − smoothing) × L + smoothing × next`, and clamped to `[minLimit, maxLimit]`.
  *
  * Why it differs from Netflix's version, which applies whole steps per sample: a sample reports the
