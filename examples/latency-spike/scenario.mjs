@@ -6,8 +6,10 @@
 // whatever happened to earlier ones (open loop), each measured from that scheduled moment to the end of
 // its answer (a client timeout of 10 s). Phases: `beforeS` calm, `spikeS` with the downstream at 3 s,
 // `afterS` calm again. Reported per strategy (see `summarize`):
-//   peak / late in flight   calls sitting on the downstream, its own count (peak during the spike and
-//                           after it; mean over the last quarter of the spike)
+//   peak / late in flight   calls sitting on the downstream while it is slow, its own count (peak
+//                           during the spike; mean over its last quarter)
+//   peak after              the same peak after the spike: the spike's last calls (up to 3 s long)
+//                           plus the fresh calls the limit lets through once latency is back
 //   internal                /internal success share and p99 during the spike, and p99 while calm
 //   goodput                 /external answers from the downstream (not fallbacks) per second, counted
 //                           by completion time: before, during and after the spike
@@ -152,7 +154,8 @@ export function summarize(run) {
   const rateIn = (from, to) =>
     live.filter((r) => r.end >= from && r.end < to).length / ((to - from) / 1000);
   const before = rateIn(1000, spikeFrom); // the first second warms up
-  const spikeSamples = samples.filter(([t]) => t >= spikeFrom && t < totalMs);
+  const spikeSamples = samples.filter(([t]) => t >= spikeFrom && t < spikeTo);
+  const afterSamples = samples.filter(([t]) => t >= spikeTo && t < totalMs);
   const lateFrom = spikeTo - (spikeTo - spikeFrom) / 4;
   const late = samples.filter(([t]) => t >= lateFrom && t < spikeTo).map(([, v]) => v);
   let recovery = Number.NaN;
@@ -169,6 +172,7 @@ export function summarize(run) {
   return {
     strategy: run.name,
     peakInflight: Math.max(0, ...spikeSamples.map(([, v]) => v)),
+    peakAfter: Math.max(0, ...afterSamples.map(([, v]) => v)),
     lateInflight: late.length === 0 ? 0 : late.reduce((a, b) => a + b, 0) / late.length,
     internalSuccess: spikeInternal.filter(ok).length / Math.max(1, spikeInternal.length),
     internalP99Spike: percentile(spikeInternal.filter(ok).map(latency), 0.99),
@@ -184,6 +188,7 @@ export function summarize(run) {
 const COLUMNS = [
   ['strategy', (s) => s.strategy],
   ['peak in flight', (s) => String(s.peakInflight)],
+  ['peak after', (s) => String(s.peakAfter)],
   ['late in flight', (s) => s.lateInflight.toFixed(1)],
   ['/internal ok (spike)', (s) => `${(100 * s.internalSuccess).toFixed(1)} %`],
   [
