@@ -76,7 +76,7 @@ describe('GradientLimit conformance', () => {
     expect(out[0]?.limit).toBeCloseTo(24, 9);
     // 2: g = 1.1; n = 24 → max(24 × 1.1 + 4, 48) = 48 → L = 24 + 0.2 × 24 = 28.8.
     expect(out[1]?.limit).toBeCloseTo(28.8, 9);
-    // 3: short = (100 + 200)/2 = 150 (the mean of the last two); long = 100 + 100/3 = 133.3, capped at 1 × base = 100;
+    // 3: short = 100 + (200 − 100)/2 = 150; long = 100 + 100/3 = 133.3, capped at 1 × base = 100;
     //    g = 1.1 × 100/150 = 0.7333; n = 28 → next = 28 × 0.7333 + 4 = 24.533 < L: queueing (slow start ends)
     //    → L = 28.8 + 0.2 × (24.533 − 28.8) = 27.946667.
     expect(out[2]?.reason).toBe('queueing');
@@ -85,12 +85,11 @@ describe('GradientLimit conformance', () => {
     //    → L = 27.946667 + 0.2 × (10.986667 − 27.946667) = 24.554667.
     expect(out[3]?.reason).toBe('drop');
     expect(out[3]?.limit).toBeCloseTo(24.554667, 6);
-    // 5: short = the mean of the last two RTTs averaged, (200 + 100)/2 = 150 (the drop is not one);
-    //    long = 133.3 + (100 − 133.3)/4 = 125 → capped 100; g = 1.1 × 100/150 = 0.7333; n = 5 →
-    //    next = 5 × 0.7333 + 4 = 7.6667: queueing even at low in-flight, and falls apply while
-    //    app-limited → L = 24.554667 + 0.2 × (7.666667 − 24.554667) = 21.177067.
+    // 5: short = 150 + (100 − 150)/2 = 125; long = 133.3 + (100 − 133.3)/4 = 125 → capped 100;
+    //    g = 1.1 × 100/125 = 0.88; n = 5 → next = 5 × 0.88 + 4 = 8.4: queueing even at low in-flight,
+    //    and falls apply while app-limited → L = 24.554667 + 0.2 × (8.4 − 24.554667) = 21.323733.
     expect(out[4]?.reason).toBe('queueing');
-    expect(out[4]?.limit).toBeCloseTo(21.177067, 6);
+    expect(out[4]?.limit).toBeCloseTo(21.323733, 6);
   });
 
   test('a sample without queueing never lowers the limit', () => {

@@ -36,7 +36,7 @@ export interface GradientLimitOptions extends ProbingLimitOptions {
   queueAllowance?: number | ((limit: number) => number);
   /** Weight of the new value: `limit = (1 − smoothing) × limit + smoothing × next`. @default 0.2 */
   smoothing?: number;
-  /** Samples in the short RTT average (the plain mean of the last ones). 1 = the sample itself. @default `min(5, longWindow)` */
+  /** Samples in the short RTT average (exponential). 1 = the sample itself. @default `min(5, longWindow)` */
   shortWindow?: number;
   /** Samples in the long RTT average (exponential), Netflix's 600. @default `max(600, shortWindow)` */
   longWindow?: number;
@@ -57,41 +57,6 @@ const NON_NEGATIVE = { min: 0 };
 /** Lowest gradient: a sample can at most cut the level it was admitted at to this share. */
 const MIN_GRADIENT = 0.25;
 
-/**
- * Plain mean of the last `window` values (a ring). The short average is a window, not an exponential
- * average: after a latency spike the 60× RTTs leave it `window` samples later, where an exponential
- * average of 5 holds the gradient at its floor for about 20 (a second of lost goodput at S1).
- */
-class Window {
-  readonly #values: number[] = [];
-  readonly #size: number;
-  #next = 0;
-  #sum = 0;
-  constructor(size: number) {
-    this.#size = size;
-  }
-  /** Starts over from `x` alone. */
-  restart(x: number): number {
-    this.#values.length = 0;
-    this.#next = 0;
-    this.#sum = 0;
-    return this.add(x);
-  }
-
-  add(x: number): number {
-    const values = this.#values;
-    if (values.length < this.#size) {
-      values.push(x);
-      this.#sum += x;
-    } else {
-      this.#sum += x - (values[this.#next] as number);
-      values[this.#next] = x;
-      this.#next = this.#next + 1 === this.#size ? 0 : this.#next + 1;
-    }
-    return this.#sum / values.length;
-  }
-}
-
 /** Exponential moving average that averages plainly over its first `window` values. */
 class Ewma {
   value = 0;
@@ -100,6 +65,13 @@ class Ewma {
   constructor(window: number) {
     this.#window = window;
   }
+  /** Starts over from `x` alone (its next values are averaged plainly again). */
+  restart(x: number): number {
+    this.count = 0;
+    this.value = 0;
+    return this.add(x);
+  }
+
   add(x: number): number {
     this.count++;
     const w = Math.min(this.count, this.#window);
@@ -127,9 +99,9 @@ class Ewma {
  * - a dropped sample counts as the worst gradient instead of being ignored;
  * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link NoLoadRtt}), so it
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
- * - the short average is the plain mean of the last `shortWindow` RTTs (not an exponential one), and
- *   an answer within `tolerance ×` the baseline while it reads the lowest gradient restarts it: after
- *   a latency spike the gradient is back within a sample or two, not twenty (issue 12, S1);
+ * - after late calls (`onLate`), an answer within `tolerance ×` the baseline while the short average
+ *   reads the lowest gradient restarts that average: after a latency spike the gradient is back at
+ *   once, not twenty samples later (issue 12, S1);
  * - app-limited (`1.5 × inflight < limit`, `2 ×` in slow start) stops growth only: falls still apply;
  * - a `steady` sample (it aims under the limit without queueing: the caller does not use it) pauses
  *   the initial slow start until a growing sample at full use resumes it.
@@ -150,7 +122,7 @@ export class GradientLimit extends ProbingLimit {
   readonly #smoothing: number;
   readonly #warmup: number;
   readonly #longCap: number;
-  readonly #short: Window;
+  readonly #short: Ewma;
   readonly #long: Ewma;
 
   /**
@@ -199,7 +171,7 @@ export class GradientLimit extends ProbingLimit {
     this.#smoothing = smoothing;
     this.#warmup = warmup;
     this.#longCap = longCap;
-    this.#short = new Window(shortWindow);
+    this.#short = new Ewma(shortWindow);
     this.#long = new Ewma(longWindow);
   }
 
@@ -220,13 +192,18 @@ export class GradientLimit extends ProbingLimit {
     } else {
       let short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
-      // An answer on time while the short average reads the lowest gradient (a spike's RTTs): the
-      // slowdown is over, and the window starts over from it instead of holding the limit down
-      // for `shortWindow` more samples (with the spike's calls still holding most permits, those
-      // come one at a time). A lucky fast answer in a real overload buys one sample of growth:
-      // the next slow one brings the gradient back down.
+      // An answer on time after late calls, while the short average reads the lowest gradient (a
+      // spike's RTTs): the slowdown is over, and the average starts over from it instead of holding
+      // the gradient at its floor for about 20 more samples (with the spike's calls still holding
+      // most permits, those come one at a time). Only after late calls: a queue that builds (or a
+      // baseline a probe just lowered) is not a slowdown that ended.
       const base = this.baselineRttMs;
-      if (sample.rtt <= this.#tolerance * base && short * MIN_GRADIENT >= this.#tolerance * base) {
+      if (
+        this.lateReported &&
+        sample.rtt <= this.#tolerance * base &&
+        short * MIN_GRADIENT >= this.#tolerance * base
+      ) {
+        this.lateReported = false;
         short = this.#short.restart(sample.rtt);
       }
       if (long > 2 * short) long = this.#long.value = long * 0.95;

@@ -342,10 +342,12 @@ export class NoLoadRtt {
       // Judge the move against the baseline the probe started from: clean probe samples also
       // lower `value` through the between-probes path while the dip runs.
       const before = this.#valueAtProbe;
-      // A move must also exceed the probe's own noise (the spread of its samples): two medians of
-      // a downstream with ±10 % jitter differ by 10 % now and then, and each such "move" would
-      // schedule a deeper dip soon (down to a limit of 1).
-      const noise = (this.#probeRtts[count - 1] as number) - (this.#probeRtts[0] as number);
+      // A move must also exceed the probe's own noise (the spread of its samples, counted up to a
+      // quarter of the baseline): two medians of a downstream with ±10 % jitter differ by 10 % now
+      // and then, and each such "move" would schedule a deeper dip soon (down to a limit of 1).
+      // Beyond a quarter it is a move whatever the spread (a dip that still queues spreads wide).
+      const spread = (this.#probeRtts[count - 1] as number) - (this.#probeRtts[0] as number);
+      const noise = Math.min(spread, 0.25 * before);
       if (candidate < before * 0.9 && before - candidate > noise) {
         this.value = candidate;
         moved = true;
