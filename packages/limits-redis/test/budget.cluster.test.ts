@@ -9,7 +9,7 @@ import { startCluster, type TestCluster } from './support/redis.js';
 let cluster: TestCluster;
 beforeAll(async () => {
   cluster = await startCluster();
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await cluster?.close();
 });
