@@ -165,6 +165,10 @@ export class NoLoadRtt {
   /** Probes at a normal depth above half since the last one at half or deeper. */
   #shallow = SHALLOW_RUN;
   #probing = false;
+  /** A probe has ended (with a result) at least once. */
+  #probed = false;
+  /** The last probe moved the baseline: a recheck is due (a recheck's spacing). */
+  #recheck = false;
   /** The running probe is the deepest one for a stale baseline (it runs even at the floor). */
   #staleProbe = false;
   #probeStart = 0;
@@ -273,6 +277,20 @@ export class NoLoadRtt {
     return true;
   }
 
+  /**
+   * Puts the next probe a normal spacing away (unless one is running): calls are late, a slowdown is
+   * on. A probe that came due during it would otherwise start as soon as the limit regains a level it
+   * can dip, and dip the limit the load has just got back (a spike's regain, 1 of 40 seeds).
+   */
+  postpone(): void {
+    // Not before the first probe, nor before the recheck of a move: at a start far above the
+    // capacity the first samples may be late against a baseline they gave themselves, and those
+    // probes are what correct it.
+    if (!this.#probing && this.#probed && !this.#recheck) {
+      this.#untilProbe = this.#spacing(this.#probeMultiplier);
+    }
+  }
+
   // The rare paths are apart from `observe`, which runs on every sample: kept small, V8 inlines it
   // into the algorithm's `update`.
 
@@ -372,6 +390,8 @@ export class NoLoadRtt {
     this.#low1 = Infinity;
     this.#low2 = Infinity;
     this.#untilProbe = this.#spacing(moved ? this.#recheckMultiplier : this.#probeMultiplier);
+    this.#probed = true;
+    this.#recheck = moved;
     return 'end';
   }
 

@@ -155,8 +155,10 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     // More late calls than the limit cannot say more than a whole round of drops.
     const n = Math.min(count, Math.max(1, Math.ceil(this.#estimate)));
     for (let i = 0; i < n; i++) this.apply('late', this.dropTarget(this.#estimate, inflight), late);
-    // A dip the limit fell to is called off (see NoLoadRtt.cancel).
+    // A dip the limit fell to is called off (see NoLoadRtt.cancel), and the next one waits a normal
+    // spacing from the last late call (see NoLoadRtt.postpone).
     if (this.#estimate <= this.#noLoad.dipLimit) this.#noLoad.cancel();
+    this.#noLoad.postpone();
   }
 
   /** Why the last update decided what it did, and the numbers behind it. */
