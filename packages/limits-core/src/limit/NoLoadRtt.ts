@@ -283,9 +283,7 @@ export class NoLoadRtt {
    * can dip, and dip the limit the load has just got back (a spike's regain, 1 of 40 seeds).
    */
   postpone(): void {
-    // Not before the first probe, nor before the recheck of a move: at a start far above the
-    // capacity the first samples may be late against a baseline they gave themselves, and those
-    // probes are what correct it.
+    // Not before the first probe nor a recheck: they correct a start far above the capacity.
     if (!this.#probing && this.#probed && !this.#recheck) {
       this.#untilProbe = this.#spacing(this.#probeMultiplier);
     }
