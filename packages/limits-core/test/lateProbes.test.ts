@@ -263,10 +263,15 @@ describe('the end of a slowdown writes off the late calls (issue 12, S1)', () =>
     }
   }
 
-  test('the on-time answer after every call was late frees the slots the late calls hold, until they end', async () => {
+  /** A limiter on a fresh `Fixed3`, its stall detector ticking every 25 ms. */
+  const start = () => {
     const clock = new FakeClock();
     const alg = new Fixed3();
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    return { clock, alg, limiter: new Limiter({ limit: alg, clock, stallThresholdMs: 50 }) };
+  };
+
+  test('the on-time answer after every call was late frees the slots the late calls hold, until they end', async () => {
+    const { clock, alg, limiter } = start();
     const stuck: Permit[] = [];
     for (let i = 0; i < 3; i++) stuck.push(limiter.tryAcquire() as Permit);
     await clock.advance(150); // all 3 late: one probe beyond the capacity
@@ -295,9 +300,7 @@ describe('the end of a slowdown writes off the late calls (issue 12, S1)', () =>
   });
 
   test('calls reported late after that answer that started before it are old news: written off, not reported', async () => {
-    const clock = new FakeClock();
-    const alg = new Fixed3();
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const { clock, alg, limiter } = start();
     const [a, b, c] = [0, 1, 2].map(() => limiter.tryAcquire() as Permit);
     await clock.advance(150); // all late: a probe beyond the capacity
     const p1 = limiter.tryAcquire() as Permit;
@@ -322,9 +325,7 @@ describe('the end of a slowdown writes off the late calls (issue 12, S1)', () =>
   });
 
   test('outside a slowdown (some calls in flight on time), a late call keeps its slot', async () => {
-    const clock = new FakeClock();
-    const alg = new Fixed3();
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const { clock, limiter } = start();
     const hung = limiter.tryAcquire() as Permit;
     await clock.advance(150); // late, but the limiter is not full: no probe, no slowdown
     const a = limiter.tryAcquire() as Permit;

@@ -117,6 +117,8 @@ class Ewma {
 export class GradientLimit extends ProbingLimit {
   #gradient: number | undefined = undefined;
   #longRtt = 0;
+  /** Late calls were reported since the short average last restarted (see `update`). */
+  #lateSeen = false;
   readonly #tolerance: number;
   readonly #allowance: (limit: number) => number;
   readonly #smoothing: number;
@@ -199,11 +201,11 @@ export class GradientLimit extends ProbingLimit {
       // baseline a probe just lowered) is not a slowdown that ended.
       const base = this.baselineRttMs;
       if (
-        this.lateReported &&
+        this.#lateSeen &&
         sample.rtt <= this.#tolerance * base &&
         short * MIN_GRADIENT >= this.#tolerance * base
       ) {
-        this.lateReported = false;
+        this.#lateSeen = false;
         short = this.#short.restart(sample.rtt);
       }
       if (long > 2 * short) long = this.#long.value = long * 0.95;
@@ -233,6 +235,15 @@ export class GradientLimit extends ProbingLimit {
     this.#gradient = gradient;
     this.#longRtt = long;
     return this.apply(reason, next, sample);
+  }
+
+  /**
+   * Late calls (see {@link ProbingLimit.onLate}); they also arm the restart of the short average on
+   * the first answer on time after them.
+   */
+  override onLate(count: number, inflight: number): void {
+    if (count >= 1) this.#lateSeen = true;
+    super.onLate(count, inflight);
   }
 
   protected smooth(L: number, next: number): number {

@@ -88,11 +88,6 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   #reason: LimitReason | undefined = undefined;
   #rtt = 0;
   #base = 0;
-  /**
-   * Late calls were reported (`onLate`) since the subclass last cleared it: a slowdown happened
-   * (Gradient restarts its short average on the first answer on time after one).
-   */
-  protected lateReported = false;
   /** What the baseline's probe schedule said about the sample `admit` last let through. */
   protected probe: ProbeState = 'none';
 
@@ -148,7 +143,6 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   onLate(count: number, inflight: number): void {
     if (!(count >= 1) || !(inflight >= 0) || inflight === Infinity) return;
-    this.lateReported = true;
     const late = this.#late;
     late.rtt = this.lateAfterMs;
     late.inflight = inflight;

@@ -41,10 +41,6 @@ export class LateCalls {
     return false;
   }
 
-  /**
-   * A tick at `now`: forgets the buckets that ended at or before `now − lateAfterMs` and returns how
-   * many calls they still held (now late); then opens a bucket for the calls that start from `now`.
-   */
   /** Calls tracked and not reported late (nor excused): the calls in flight that are not late. */
   get tracked(): number {
     let n = 0;
@@ -52,6 +48,10 @@ export class LateCalls {
     return n;
   }
 
+  /**
+   * A tick at `now`: forgets the buckets that ended at or before `now − lateAfterMs` and returns how
+   * many calls they still held (now late); then opens a bucket for the calls that start from `now`.
+   */
   tick(now: number, lateAfterMs: number): number {
     const begins = this.#begins;
     const counts = this.#counts;

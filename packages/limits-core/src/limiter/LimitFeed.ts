@@ -51,8 +51,8 @@ export interface FeedHost {
  * `lateAfterMs` once through `onLate(count, inflight)` (each counts as a drop). When a reported call
  * completes, a success is still fed as the latency sample it is (how the algorithm learns a latency
  * that moved for good) unless a call that started after it already came back on time (the
- * downstream recovered: its latency is old news), while a drop is not fed again (it was counted). A tick that finds a stall
- * excuses every call in flight. While every call in flight is late, {@link LateProbes} lets a few
+ * downstream recovered: its latency is old news), while a drop is not fed again (it was counted). A
+ * tick that finds a stall excuses every call in flight. While every call in flight is late, {@link LateProbes} lets a few
  * more through; the on-time answer that ends such a slowdown writes off the late calls still out,
  * and the ones reported late afterwards that started before that answer are old news (the
  * algorithm does not hear of them; their units are written off too). A sample's in-flight count
@@ -239,10 +239,11 @@ export class LimitFeed {
     const count = late.tick(now, typeof after === 'number' && after > 0 ? after : Infinity);
     const inflight = this.#inflight();
     if (count > 0) {
+      this.#lateOut += count;
       if (late.reportedBefore <= this.#recoveredFrom) {
         // Old news: they all started before the call that ended the last slowdown came back (the
-        // downstream has recovered since). The algorithm does not hear of them; their units are written off.
-        this.#lateOut += count;
+        // downstream has recovered since). The algorithm does not hear of them; their units are
+        // written off.
         if (this.probes?.writeOff(this.#lateOut) === true) {
           this.#onLimit(this.limit);
           this.#dispatch();
@@ -261,7 +262,6 @@ export class LimitFeed {
   /** `count` calls became late: the algorithm hears of them, and the limit follows. */
   #reportLate(count: number, inflight: number, now: number, age: number): void {
     try {
-      this.#lateOut += count;
       this.algorithm.onLate?.(count, inflight);
     } catch (error) {
       this.#onError(error);
