@@ -55,6 +55,10 @@ class Host extends EventEmitter<LimiterEvents> {
         this.inflight += cost;
         return new Permit(this, cost, Number.NaN, this.inflight);
       },
+      // No plain runs here (the runner has none): nothing is ever queued in the lane.
+      startLane: () => {
+        throw new Error('no lane requests without plain runs');
+      },
     };
     this.admission = new Admission(
       this,

@@ -33,6 +33,10 @@ function setup(capacity: number, options: Partial<WaitQueueOptions> = {}) {
       log.push(`grant ${names.get(w)}`);
     },
     expired: (w: Waiter) => log.push(`expired ${names.get(w)}`),
+    startLane: (task: unknown) => {
+      free -= 1;
+      log.push(`start lane ${task}`);
+    },
   };
   const handOver: GrantHost = {
     track: (permit: Permit) => log.push(`handed over ${names.get(permit as Waiter)}`),
@@ -68,6 +72,28 @@ describe('WaitQueue (the queue component, below the limiter)', () => {
     expect(log).toEqual(['grant a', 'handed over a', 'grant b', 'handed over b']);
     expect(queue.size).toBe(1);
     expect(queue.queuedCost).toBe(1);
+  });
+
+  test('lane requests (compact queued runs) are served first, while they fit; the lane opens only on an empty FIFO list', () => {
+    const { queue, log, add, release } = setup(0);
+    expect(queue.laneOpen).toBe(true);
+    queue.lane.push('r1', undefined, 0);
+    queue.lane.push('r2', undefined, 0);
+    expect(queue.laneOpen).toBe(true);
+    add('a');
+    expect(queue.laneOpen).toBe(false);
+    expect(queue.size).toBe(3);
+    expect(queue.queuedCost).toBe(3);
+    release(1);
+    queue.dispatch(Number.NaN);
+    expect(log).toEqual(['start lane r1']);
+    release(2);
+    queue.dispatch(Number.NaN);
+    expect(log).toEqual(['start lane r1', 'start lane r2', 'grant a', 'handed over a']);
+    expect(queue.size).toBe(0);
+    expect(queue.queuedCost).toBe(0);
+    expect(setup(0, { order: 'lifo' }).queue.laneOpen).toBe(false);
+    expect(setup(0, { maxQueueWaitMs: 100 }).queue.laneOpen).toBe(false);
   });
 
   test('a waiter past maxQueueWaitMs leaves on the queue timer and goes to the host to be refused', async () => {

@@ -44,6 +44,12 @@ export interface LimiterGrants {
    * @param now - the limiter's time if read (`NaN` otherwise: the wait is not measured).
    */
   grant(w: Waiter, now: number): void;
+  /**
+   * Counts the grant of a lane request's unit (a queued plain run, see `RunLane`) and starts its
+   * task: on the plain path, or under a timed permit while someone listens to `release` (its event
+   * reports the rtt).
+   */
+  startLane(task: unknown, resolve: unknown): void;
 }
 
 /**
@@ -85,7 +91,12 @@ export class Admission {
   ) {
     const gate = o.gate;
     const expired = (w: Waiter) => this.refusals.refuseWaiter(w, 'expired');
-    const queueHost = { fits: grants.fits, grant: grants.grant, expired };
+    const queueHost = {
+      fits: grants.fits,
+      grant: grants.grant,
+      expired,
+      startLane: grants.startLane,
+    };
     this.queue = new WaitQueue(o, time, service, queueHost, runner);
     const maxCost = gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
     const bounds = { maxQueued: o.maxQueued, maxQueuedBytes: o.maxQueuedBytes, maxCost };
@@ -190,6 +201,12 @@ export class Admission {
     }
     const now = queue.arrivalReportedOnly ? this.#time.turnNow() : this.#time.now();
     const promise = request === undefined ? this.#capture.promise() : undefined;
+    // A plain run() on a limiter with plain runs: the lane when FIFO order allows (no waiter object).
+    if (task !== undefined && this.#runner.plain !== undefined && queue.laneOpen) {
+      queue.lane.push(task, this.#capture.take(), now);
+      this.#announce(undefined, undefined, 1, 0);
+      return promise;
+    }
     const waiter = this.#waiter(1, now, undefined, task, request);
     queue.add(waiter, now, undefined);
     this.#announce(waiter, request, 1, 0);
@@ -278,8 +295,13 @@ export class Admission {
   }
 
   /** A waiter entered the queue: its request gets its ticket, and `queue` listeners hear of it. */
-  #announce(waiter: Waiter, request: PermitRequest | undefined, cost: number, bytes: number): void {
-    if (request !== undefined) request.queued?.(waiter);
+  #announce(
+    waiter: Waiter | undefined,
+    request: PermitRequest | undefined,
+    cost: number,
+    bytes: number,
+  ): void {
+    if (request !== undefined) request.queued?.(waiter as Waiter);
     const host = this.#host;
     if (listeners(host).queue !== undefined) {
       const queue = this.queue;

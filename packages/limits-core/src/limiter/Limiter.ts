@@ -42,9 +42,8 @@ import { TaskRunner } from './TaskRunner.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  // Here: the counters, the fast paths, grants and releases. Elsewhere: the algorithm's feed
-  // (LimitFeed), admission with options and queueing (Admission), the waiters (queue/WaitQueue),
-  // refusals (Refusals), running tasks (TaskRunner).
+  // Here: counters, fast paths, grants, releases. Elsewhere: the algorithm's feed (LimitFeed),
+  // admission and queueing (Admission), waiters (queue/), refusals (Refusals), tasks (TaskRunner).
   readonly #feed: LimitFeed;
   readonly #time: MonotonicTime;
   readonly #closing: CloseWaiters;
@@ -87,7 +86,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
     // The plain path of run() needs an algorithm that learns nothing from an untimed call: a drop
     // of an adaptive one is fed with its in-flight count, which only a permit carries.
-    const plain = o.adaptive ? undefined : new PlainRuns(hooks, (out) => this.#releaseUnit(out));
+    const service = feed.service;
+    const release = (out: Outcome) => this.#release(1, Number.NaN, 0, out);
+    const plain = o.adaptive ? undefined : new PlainRuns(hooks, release, time, service);
     this.#plain = plain;
     const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks, plain);
     this.#runner = runner;
@@ -101,8 +102,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       },
       grantNew: (cost: number, timeBound: boolean, now: number) =>
         this.#grant(cost, 0, this.#timed(timeBound), now, undefined),
+      startLane: (task: unknown, resolve: unknown) => {
+        const timed = listeners(this).release !== undefined;
+        const permit = timed ? this.#grant(1, Number.NaN, true, Number.NaN, undefined) : undefined;
+        if (!timed) this.#count(1, Number.NaN);
+        runner.startLane(task, resolve, permit, !timed && feed.timed(false));
+      },
     };
-    const service = feed.service;
     this.#admission = new Admission(this, o, time, service, capture, runner, this.#leaks, grants);
     this.#queue = this.#admission.queue;
     this.#refusals = this.#admission.refusals;
@@ -265,19 +271,13 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#release(permit.cost, permit.startTime, permit.inflight, outcome);
   }
 
-  /** Releases one untimed unit of a plain run (see {@link PlainRuns}). */
-  #releaseUnit(outcome: Outcome): void {
-    this.#release(1, Number.NaN, 0, outcome);
-  }
-
   #release(cost: number, startTime: number, inflight: number, outcome: Outcome): void {
     this.#inflight -= cost;
     this.#permits--;
     const timed = !Number.isNaN(startTime);
     // One clock read per release: the dispatch below reuses it.
     const now = timed ? this.#time.now() : Number.NaN;
-    // Never negative: the limiter's time does not go backwards.
-    const rtt = now - startTime;
+    const rtt = now - startTime; // never negative: the limiter's time does not go backwards
     // Only a timed or dropped call tells the feed anything (and the untimed path then makes no call).
     const stalled =
       timed || outcome === 'dropped'

@@ -1,6 +1,8 @@
+import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
 import { NEVER_ABORTED, outcomeOf, type RunHooks } from './runUnderPermit.js';
+import type { ServiceTime } from './ServiceTime.js';
 
 /**
  * @internal `run()` at its cheapest, as a hand-written semaphore does it: for a call without options
@@ -14,8 +16,16 @@ import { NEVER_ABORTED, outcomeOf, type RunHooks } from './runUnderPermit.js';
 export class PlainRuns {
   readonly #hooks: RunHooks;
   readonly #release: (outcome: Outcome) => void;
+  readonly #time: MonotonicTime;
+  readonly #service: ServiceTime;
   /** What the task threw synchronously (taken at once by the caller of `#start`). */
   #thrown: unknown = undefined;
+  /** Start (the limiter's time) of the one lane run being timed, `NaN` when none is. */
+  #sampleAt = Number.NaN;
+  readonly #sampled = (): void => {
+    this.#service.observe(this.#time.now() - this.#sampleAt);
+    this.#sampleAt = Number.NaN;
+  };
   readonly #ok = (value: unknown): void => {
     this.#settled(undefined, value);
   };
@@ -23,10 +33,20 @@ export class PlainRuns {
     this.#settled(error ?? new Error('task rejected with undefined'), undefined);
   };
 
-  /** @param release - releases one untimed unit with an outcome (the limiter's release). */
-  constructor(hooks: RunHooks, release: (outcome: Outcome) => void) {
+  /**
+   * @param release - releases one untimed unit with an outcome (the limiter's release).
+   * @param service - the service-time estimate a sampled lane run feeds (see `runLane`).
+   */
+  constructor(
+    hooks: RunHooks,
+    release: (outcome: Outcome) => void,
+    time: MonotonicTime,
+    service: ServiceTime,
+  ) {
     this.#hooks = hooks;
     this.#release = release;
+    this.#time = time;
+    this.#service = service;
   }
 
   /**
@@ -49,11 +69,29 @@ export class PlainRuns {
   ): void {
     // The waiter is spent: the shared reactions release its unit.
     Permit._detach(waiter);
+    this.runLane(task, resolve, false);
+  }
+
+  /**
+   * Runs a lane request's `task` (its unit already counted); its caller's promise follows the task's.
+   * @param sample - time this run for the service-time estimate (one in 32 grants, as a timed permit
+   *   would be; here without a permit: one run is timed at a time, its start kept in a field and its
+   *   end seen by one more shared reaction, which cost a fifth of the lane's time in a burst).
+   */
+  runLane(
+    task: (signal: AbortSignal) => unknown,
+    resolve: (value: unknown) => void,
+    sample: boolean,
+  ): void {
+    const timing = sample && Number.isNaN(this.#sampleAt);
+    if (timing) this.#sampleAt = this.#time.now();
     const promise = this.#start(task);
     if (promise !== undefined) {
+      if (timing) promise.then(this.#sampled, this.#sampled);
       resolve(promise);
       return;
     }
+    this.#sampleAt = Number.NaN;
     const thrown = this.#thrown;
     this.#thrown = undefined;
     resolve(Promise.reject(thrown));

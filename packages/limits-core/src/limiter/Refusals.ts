@@ -147,6 +147,10 @@ export class Refusals {
   /** Refuses every queued waiter with reason `closed` and stops the queue's timer. */
   closeAll(): void {
     const queue = this.#queue;
+    // Lane requests first (the oldest), then the listed waiters.
+    queue.lane.drain((resolve) =>
+      (resolve as (v: unknown) => void)(Promise.reject(this.error('closed', 1))),
+    );
     for (let w = queue.head; w !== undefined; w = queue.head) this.remove(w, 'closed');
     queue.clearTimer();
   }

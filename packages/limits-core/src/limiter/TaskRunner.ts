@@ -69,6 +69,18 @@ export class TaskRunner implements GrantHost {
     return promise;
   }
 
+  /**
+   * Starts a lane request's task (see `RunLane`: a queued plain run, no waiter; its unit is already
+   * counted): under `permit` when the grant is timed, else on the plain path.
+   * @param sample - a plain run to time for the service-time estimate (see `PlainRuns.runLane`).
+   */
+  startLane(task: unknown, resolve: unknown, permit: Permit | undefined, sample: boolean): void {
+    const run = task as (signal: AbortSignal) => unknown;
+    const answer = resolve as (value: unknown) => void;
+    if (permit !== undefined) runQueued(permit, run, NEVER_ABORTED, this.hooks, answer);
+    else (this.plain as PlainRuns).runLane(run, answer, sample);
+  }
+
   /** Starts a queued `run()`'s task under its granted waiter; the result settles its caller's promise. */
   startQueued(
     w: Waiter,

@@ -19,7 +19,6 @@ export function snapshot(
   queue: WaitQueue,
   time: MonotonicTime,
 ): LimiterSnapshot {
-  const head = queue.head;
   return {
     limit: feed.limit,
     capacity: counters.capacity,
@@ -28,10 +27,15 @@ export function snapshot(
     queued: queue.size,
     queuedCost: queue.queuedCost,
     queuedBytes: queue.queuedBytes,
-    oldestQueuedMs: head === undefined ? 0 : Math.max(0, time.now() - head.enqueuedAt),
+    oldestQueuedMs: queue.size === 0 ? 0 : Math.max(0, time.now() - oldestAt(queue)),
     serviceMs: feed.service.estimate(),
     stalledSamples: feed.stalledSamples,
     tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
     closed: counters.closed,
   };
+}
+
+/** Arrival (clock ms) of the oldest queued request: the lane's oldest, else the oldest waiter. */
+function oldestAt(queue: WaitQueue): number {
+  return queue.lane.size > 0 ? queue.lane.oldestAt : (queue.head?.enqueuedAt ?? Number.NaN);
 }

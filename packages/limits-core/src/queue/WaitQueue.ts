@@ -1,5 +1,6 @@
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { ExpiryHeap } from './ExpiryHeap.js';
+import { RunLane } from './RunLane.js';
 import type { ChargeEstimator, Selector, SelectorKeys } from './Selector.js';
 import { type GrantHost, SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
 import { WaiterList } from './WaiterList.js';
@@ -16,6 +17,11 @@ import type { FinishEstimate, WaitQueueHost, WaitQueueOptions } from './WaitQueu
  */
 export class WaitQueue {
   readonly #list = new WaiterList();
+  /**
+   * Queued `run()`s of cost 1 without options, in compact form (no waiter), older than every listed
+   * waiter: the admission adds to it while {@link laneOpen}, dispatch serves it first.
+   */
+  readonly lane = new RunLane();
   readonly #heap = new ExpiryHeap();
   readonly #time: MonotonicTime;
   readonly #maxQueueWaitMs: number;
@@ -46,8 +52,8 @@ export class WaitQueue {
   #timerAt = Infinity;
   /** The time's skew when the timer was set: a backward jump since then is detected when it fires. */
   #timerSkew = 0;
-  /** Sum of the queued waiters' costs. */
-  queuedCost = 0;
+  /** Sum of the listed waiters' costs. */
+  #cost = 0;
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
@@ -87,14 +93,27 @@ export class WaitQueue {
     return this.#maxQueueWaitMs === Infinity && !this.#alwaysTimed;
   }
 
-  /** Waiters in the queue. */
+  /** Requests in the queue (waiters and lane requests). */
   get size(): number {
-    return this.#list.size;
+    return this.#list.size + this.lane.size;
   }
 
-  /** The oldest waiter. */
+  /** Sum of the queued requests' costs. */
+  get queuedCost(): number {
+    return this.#cost + this.lane.size;
+  }
+
+  /** The oldest listed waiter (lane requests are older still, and not waiters). */
   get head(): Waiter | undefined {
     return this.#list.head;
+  }
+
+  /**
+   * Whether a request may join the {@link lane} and FIFO order still hold: nothing acts on arrival
+   * times (so nothing in it ever expires or is picked out of order) and no waiter is listed.
+   */
+  get laneOpen(): boolean {
+    return this.#list.size === 0 && this.arrivalReportedOnly;
   }
 
   /** The selector (fair or priority queueing), if any. */
@@ -128,7 +147,7 @@ export class WaitQueue {
     // action that ends synchronously): that release must not dispatch again from inside this loop,
     // or the stack grows with the queue. The loop re-reads capacity on every turn, so it serves
     // what the inner release freed.
-    if (this.#list.size === 0 || this.#dispatching) return;
+    if (this.size === 0 || this.#dispatching) return;
     this.#dispatching = true;
     try {
       this.#dispatchLoop(known);
@@ -139,6 +158,12 @@ export class WaitQueue {
 
   #dispatchLoop(known: number): void {
     const host = this.#host;
+    // Lane requests are the oldest: they go first, and need no time.
+    const lane = this.lane;
+    while (lane.size > 0) {
+      if (!host.fits(1)) return;
+      lane.serveFirst(host);
+    }
     const handOver = this.#handOver;
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
@@ -243,7 +268,7 @@ export class WaitQueue {
     } else {
       this.#lastExpiry = expiresAt;
     }
-    this.queuedCost += w.cost;
+    this.#cost += w.cost;
     const extras = w.extras;
     if (extras !== undefined) {
       this.queuedBytes += extras.bytes;
@@ -294,7 +319,7 @@ export class WaitQueue {
       this.#heapMode = false;
       this.#lastExpiry = -Infinity;
     }
-    this.queuedCost -= w.cost;
+    this.#cost -= w.cost;
   }
 
   /** Removes a waiter that must leave by time and hands it to the host to refuse. */

@@ -1,3 +1,4 @@
+import type { LaneHost } from './RunLane.js';
 import type { ChargeEstimator, Selector } from './Selector.js';
 import type { Waiter } from './Waiter.js';
 
@@ -34,9 +35,9 @@ export interface FinishEstimate {
 
 /**
  * @internal What the wait queue needs from its limiter while serving: whether a waiter fits,
- * granting, and refusing a waiter that left by time.
+ * granting (a waiter, or a lane request: `startLane`), and refusing a waiter that left by time.
  */
-export interface WaitQueueHost {
+export interface WaitQueueHost extends LaneHost {
   /** Whether `cost` units fit now. */
   fits(cost: number): boolean;
   /**
