@@ -11,17 +11,21 @@ export interface LaneHost {
  * @internal The compact form of the plainest queued request: a `run()` of cost 1 without options, on
  * a queue where nothing acts on arrival time (FIFO, no selector, CoDel or `maxQueueWaitMs`). Such a
  * request cannot expire, be aborted or be picked out of order, so it needs no `Waiter`: the lane
- * keeps its task and its caller's resolve function side by side in one array and its arrival time in
- * another (of doubles: no number is boxed), and makes no object of its own. A burst of 10,000 queued
- * runs then allocates only the caller's promise per call; with a waiter object each, `Limiter.run`
- * took 1.8–2.0× the floor semaphore's time in bench/overhead.mjs's 10,000-at-once shape.
+ * keeps its task, its caller's resolve function and its arrival time at the same index of three
+ * arrays (the times unboxed doubles; two arrays of 10,000 pointers stay ordinary heap objects where
+ * one of 20,000 would be a large object, kept in the old generation), and makes no object of its own. A burst of
+ * 10,000 queued runs then allocates only the caller's promise per call; with a waiter object each,
+ * `Limiter.run` took 1.8–2.0× the floor semaphore's time in bench/overhead.mjs's 10,000-at-once
+ * shape.
  *
  * The wait queue puts requests here only while its waiter list is empty, so every lane request is
  * older than every listed waiter and the lane is served first (FIFO across both holds).
  */
 export class RunLane {
-  /** `task, resolve` per request, oldest first from `2 × #first`. */
-  #slots: unknown[] = [];
+  /** The requests' tasks, oldest first from `#first`. */
+  #tasks: unknown[] = [];
+  /** Their callers' resolve functions, in the same order. */
+  #resolves: unknown[] = [];
   /** Arrival time (the queue's clock, ms) per request, oldest first from `#first`. */
   #times: number[] = [];
   #first = 0;
@@ -33,13 +37,16 @@ export class RunLane {
     const first = this.#first;
     // Trimming waits for a push (as in WaiterList): a lane that only drains never moves its arrays.
     if (first >= TRIM_MIN && first >= this.#times.length >> 1) {
-      this.#slots.copyWithin(0, 2 * first);
-      this.#slots.length -= 2 * first;
+      this.#tasks.copyWithin(0, first);
+      this.#tasks.length -= first;
+      this.#resolves.copyWithin(0, first);
+      this.#resolves.length -= first;
       this.#times.copyWithin(0, first);
       this.#times.length -= first;
       this.#first = 0;
     }
-    this.#slots.push(task, resolve);
+    this.#tasks.push(task);
+    this.#resolves.push(resolve);
     this.#times.push(at);
     this.size++;
   }
@@ -51,10 +58,9 @@ export class RunLane {
 
   /** Takes the oldest request out and hands it to `host.startLane`. The lane must not be empty. */
   serveFirst(host: LaneHost): void {
-    const slots = this.#slots;
-    const i = 2 * this.#first;
-    const task = slots[i];
-    const resolve = slots[i + 1];
+    const i = this.#first;
+    const task = this.#tasks[i];
+    const resolve = this.#resolves[i];
     this.#drop(i);
     host.startLane(task, resolve);
   }
@@ -62,8 +68,8 @@ export class RunLane {
   /** Empties the lane, oldest first, calling `refuse` with each request's resolve function. */
   drain(refuse: (resolve: unknown) => void): void {
     while (this.size > 0) {
-      const i = 2 * this.#first;
-      const resolve = this.#slots[i + 1];
+      const i = this.#first;
+      const resolve = this.#resolves[i];
       this.#drop(i);
       refuse(resolve);
     }
@@ -71,15 +77,15 @@ export class RunLane {
 
   /** Clears the oldest request's slots (from `i`); the arrays are reset once empty. */
   #drop(i: number): void {
-    const slots = this.#slots;
-    slots[i] = undefined;
-    slots[i + 1] = undefined;
+    this.#tasks[i] = undefined;
+    this.#resolves[i] = undefined;
     if (--this.size === 0) {
-      slots.length = 0;
+      this.#tasks.length = 0;
+      this.#resolves.length = 0;
       this.#times.length = 0;
       this.#first = 0;
     } else {
-      this.#first++;
+      this.#first = i + 1;
     }
   }
 }
