@@ -251,6 +251,28 @@ describe('Vegas started far above the capacity (issue 12)', () => {
   });
 });
 
+describe('Gradient started far above the capacity (issue 12)', () => {
+  test('from 500 against C = 50, with the first samples all overloaded, the last 300 of 3,000 samples are within ±30 % of C on every seed and the baseline is the no-load RTT', () => {
+    for (const seed of SEEDS) {
+      const gradient = new GradientLimit({ initialLimit: 500, random: seededRandom(seed) });
+      const t = simulateTraced(
+        gradient,
+        { capacity: C, baseLatencyMs: B, seed, tickMs: TICK, burst: true },
+        3000,
+      );
+      let lastOut = -1;
+      for (let i = 0; i < 3000; i++) {
+        const l = limitAt(t, i);
+        if (t.reasons[i] !== 'probe' && (l > 1.3 * C || l < 0.7 * C)) lastOut = i;
+      }
+      // Seed 18 kept a baseline 28 % high (limit ≈ 1.5 C to the end) when late calls cut the recheck
+      // of its first probe's move and the next probe came a normal spacing later.
+      expect(lastOut, `seed ${seed}: last sample outside ±30 % of C`).toBeLessThan(2700);
+      expect(gradient.baselineRttMs, `seed ${seed}`).toBeLessThan(1.1 * B);
+    }
+  });
+});
+
 describe('Vegas in front of a small pool (issue 12)', () => {
   test('a database with 4 slots of 100 ms, Vegas capped at 8: the limit stays near the pool (mean ≤ 6.5, not 7.8) and no call waits past 250 ms', () => {
     for (const seed of SEEDS) {

@@ -262,18 +262,18 @@ export class NoLoadRtt {
 
   /**
    * Calls off a running probe without a result, unless it is the deepest one for a stale baseline:
-   * the limit fell to the dip or under it (drops, late calls: the downstream is in trouble), so the
-   * dip no longer lowers anything, or the dip outlasted {@link PROBE_MAX_RTTS} baselines (latency
-   * rose under it); either would only hold the limit when latency comes back (at S1, for 13 fast
-   * answers after the first one) or learn a baseline from the slowdown. The next one is a normal spacing away (the
-   * baseline it would have checked is unchanged), at the first sample whose limit it can dip: a
-   * sooner one would fall in the regain after the incident.
+   * the limit fell to the dip or under it (drops, late calls), or the dip outlasted
+   * {@link PROBE_MAX_RTTS} baselines (latency rose under it); either would only hold the limit when
+   * latency comes back (S1: 13 fast answers) or learn a baseline from the slowdown. The next probe is
+   * a normal spacing away, or a recheck's for a recheck of a move (1 of 20 Gradient starts at 500
+   * kept a baseline 28 % high when late calls cut its recheck), once it can dip the limit.
    * @returns whether a probe was called off.
    */
   cancel(): boolean {
     if (!this.#probing || this.#staleProbe) return false;
     this.#probing = false;
-    this.#untilProbe = this.#spacing(this.#probeMultiplier);
+    const recheck = this.#recheck ? this.#recheckMultiplier : this.#probeMultiplier;
+    this.#untilProbe = this.#spacing(recheck);
     return true;
   }
 
