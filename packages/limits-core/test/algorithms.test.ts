@@ -290,6 +290,24 @@ describe('Vegas and Gradient relearn a lasting latency shift', () => {
   );
 });
 
+describe('Gradient relearns a latency that moved up many times over', () => {
+  test('20 ms → 500 ms for good (C = 20): the limit is back near C within about 1,000 samples, as Vegas', () => {
+    for (const seed of [1, 2, 3]) {
+      const alg = new GradientLimit({ random: seededRandom(seed) });
+      const t = simulateTraced(
+        alg,
+        { capacity: 20, baseLatencyMs: (k) => (k < 1000 ? 20 : 500), seed },
+        4000,
+      );
+      expect(alg.baselineRttMs).toBeGreaterThan(450);
+      // Before, the long average (a 600-sample lag) stayed far under the relearned baseline and held
+      // the gradient at its floor: a mean limit of about 5 over samples 1,000–2,000.
+      const limits = t.steps.slice(1000, 2000).map((x) => x.limit);
+      expect(limits.reduce((a, b) => a + b, 0) / limits.length, `seed ${seed}`).toBeGreaterThan(15);
+    }
+  });
+});
+
 // issue 10: helpers of the algorithms are not part of the package's API
 describe('the package exports the algorithms, not their helpers', () => {
   test('NoLoadRtt, SlowStart and log10Scale are not exported; the algorithms are', () => {

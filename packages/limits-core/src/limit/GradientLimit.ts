@@ -119,6 +119,8 @@ export class GradientLimit extends ProbingLimit {
   #longRtt = 0;
   /** Late calls were reported since the short average last restarted (see `update`). */
   #lateSeen = false;
+  /** The baseline at the previous sample (a rise since is a probe relearning a higher no-load RTT). */
+  #lastBase = Infinity;
   readonly #tolerance: number;
   readonly #allowance: (limit: number) => number;
   readonly #smoothing: number;
@@ -208,6 +210,11 @@ export class GradientLimit extends ProbingLimit {
         this.#lateSeen = false;
         short = this.#short.restart(sample.rtt);
       }
+      // A probe raised the baseline (the no-load RTT moved up for good): the long average, a lag of
+      // hundreds of samples behind it, starts from it (at a limit of a few calls of 500 ms after a
+      // 20 ms downstream, about a minute of the gradient's floor otherwise).
+      if (base > this.#lastBase && long < base) long = this.#long.value = base;
+      this.#lastBase = base;
       if (long > 2 * short) long = this.#long.value = long * 0.95;
       long = Math.min(long, this.#longCap * base);
       this.#longRtt = long;
