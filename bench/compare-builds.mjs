@@ -20,6 +20,7 @@ import {
   cpuInfo,
   fmt,
   LIMIT,
+  limiterContender,
   measureCells,
   median,
   plan,
@@ -105,14 +106,7 @@ function contenders(ids) {
             limit,
             ...(mode === 'burst' ? { maxQueued: 100_000 } : {}),
           });
-          return {
-            run: (fn) => limiter.run(fn),
-            inflight: () => limiter.inflight,
-            idle: () =>
-              limiter.inflight === 0 && limiter.queued === 0
-                ? ''
-                : `inflight=${limiter.inflight} queued=${limiter.queued}`,
-          };
+          return limiterContender(limiter);
         },
       });
     }

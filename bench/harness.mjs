@@ -280,6 +280,19 @@ export async function checkSemaphore(name, create) {
   idle(sem, 'after 40 mixed tasks');
 }
 
+/** A limits-core `Limiter` as a contender: `run` is `limiter.run`; `info` reports its limit and stalled samples. */
+export function limiterContender(limiter) {
+  return {
+    run: (fn) => limiter.run(fn),
+    inflight: () => limiter.inflight,
+    idle: () =>
+      limiter.inflight === 0 && limiter.queued === 0
+        ? ''
+        : `inflight=${limiter.inflight} queued=${limiter.queued}`,
+    info: () => ({ limit: limiter.limit, stalledSamples: limiter.snapshot().stalledSamples }),
+  };
+}
+
 /** Checks both floor semaphores; resolves with a one-line summary or throws. */
 export async function selfTest() {
   await checkSemaphore('semaphore (then)', createSemaphore);

@@ -27,6 +27,7 @@ import {
   gitState,
   headerLines,
   LIMIT,
+  limiterContender,
   measureCells,
   median,
   packageInfo,
@@ -69,18 +70,6 @@ const MODES = {
   burst: 'concurrent: 10,000 at once, Promise.all',
   workers: 'concurrent: 64 workers loop until 10,000 done',
 };
-
-function limiterContender(limiter) {
-  return {
-    run: (fn) => limiter.run(fn),
-    inflight: () => limiter.inflight,
-    idle: () =>
-      limiter.inflight === 0 && limiter.queued === 0
-        ? ''
-        : `inflight=${limiter.inflight} queued=${limiter.queued}`,
-    info: () => ({ limit: limiter.limit, stalledSamples: limiter.snapshot().stalledSamples }),
-  };
-}
 
 const pinnedVegas = () => new VegasLimit({ initialLimit: LIMIT, minLimit: LIMIT, maxLimit: LIMIT });
 const limiterModes = LIMITER_QUEUE.available ? ['seq', 'burst', 'workers'] : ['seq', 'workers'];

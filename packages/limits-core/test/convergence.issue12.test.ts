@@ -226,49 +226,45 @@ describe("Vegas regains after a spike even without the limiter's late reports (i
   });
 });
 
-describe('Vegas started far above the capacity (issue 12)', () => {
-  test('from 500 against C = 50, with the first samples all overloaded, it is within ±30 % of C from sample 1,600 on and its baseline is the no-load RTT', () => {
+/**
+ * From 500 against C = 50 with `burst`: the 500 first requests meet the downstream together, so even
+ * the first samples take 10 × B (the first sample must not stay the baseline). Returns the last
+ * sample above 1.3 C, the last outside ±30 % of C (probe dips aside) and the final baseline.
+ */
+function burstStart(alg: LimitAlgorithm & { baselineRttMs: number }, seed: number) {
+  const t = simulateTraced(
+    alg,
+    { capacity: C, baseLatencyMs: B, seed, tickMs: TICK, burst: true },
+    3000,
+  );
+  let lastOut = -1;
+  let lastHigh = -1;
+  for (let i = 0; i < 3000; i++) {
+    const l = limitAt(t, i);
+    if (l > 1.3 * C) lastHigh = i;
+    if (t.reasons[i] !== 'probe' && (l > 1.3 * C || l < 0.7 * C)) lastOut = i;
+  }
+  return { lastHigh, lastOut, baseline: alg.baselineRttMs };
+}
+
+describe('Vegas and Gradient started far above the capacity (issue 12)', () => {
+  test('Vegas from 500 against C = 50, with the first samples all overloaded, is within ±30 % of C from sample 1,600 on and its baseline is the no-load RTT', () => {
     for (const seed of SEEDS) {
-      const vegas = new VegasLimit({ initialLimit: 500, random: seededRandom(seed) });
-      // `burst`: the 500 first requests meet the downstream together, so even the first samples
-      // take 10 × B: the first sample must not stay the baseline.
-      const t = simulateTraced(
-        vegas,
-        { capacity: C, baseLatencyMs: B, seed, tickMs: TICK, burst: true },
-        3000,
-      );
-      let lastOut = -1;
-      let lastHigh = -1;
-      for (let i = 0; i < 3000; i++) {
-        const l = limitAt(t, i);
-        if (l > 1.3 * C) lastHigh = i;
-        if (t.reasons[i] !== 'probe' && (l > 1.3 * C || l < 0.7 * C)) lastOut = i;
-      }
-      expect(lastHigh, `seed ${seed}: last sample above 1.3 C`).toBeLessThan(1600);
-      expect(lastOut, `seed ${seed}: last sample outside ±30 % of C`).toBeLessThan(2000);
-      expect(vegas.baselineRttMs, `seed ${seed}`).toBeLessThan(1.1 * B);
+      const r = burstStart(new VegasLimit({ initialLimit: 500, random: seededRandom(seed) }), seed);
+      expect(r.lastHigh, `seed ${seed}: last sample above 1.3 C`).toBeLessThan(1600);
+      expect(r.lastOut, `seed ${seed}: last sample outside ±30 % of C`).toBeLessThan(2000);
+      expect(r.baseline, `seed ${seed}`).toBeLessThan(1.1 * B);
     }
   });
-});
 
-describe('Gradient started far above the capacity (issue 12)', () => {
-  test('from 500 against C = 50, with the first samples all overloaded, the last 300 of 3,000 samples are within ±30 % of C on every seed and the baseline is the no-load RTT', () => {
+  test('Gradient from 500 the same way: the last 300 of 3,000 samples are within ±30 % of C on every seed and its baseline is the no-load RTT', () => {
     for (const seed of SEEDS) {
-      const gradient = new GradientLimit({ initialLimit: 500, random: seededRandom(seed) });
-      const t = simulateTraced(
-        gradient,
-        { capacity: C, baseLatencyMs: B, seed, tickMs: TICK, burst: true },
-        3000,
-      );
-      let lastOut = -1;
-      for (let i = 0; i < 3000; i++) {
-        const l = limitAt(t, i);
-        if (t.reasons[i] !== 'probe' && (l > 1.3 * C || l < 0.7 * C)) lastOut = i;
-      }
+      const alg = new GradientLimit({ initialLimit: 500, random: seededRandom(seed) });
+      const r = burstStart(alg, seed);
       // Seed 18 kept a baseline 28 % high (limit ≈ 1.5 C to the end) when late calls cut the recheck
       // of its first probe's move and the next probe came a normal spacing later.
-      expect(lastOut, `seed ${seed}: last sample outside ±30 % of C`).toBeLessThan(2700);
-      expect(gradient.baselineRttMs, `seed ${seed}`).toBeLessThan(1.1 * B);
+      expect(r.lastOut, `seed ${seed}: last sample outside ±30 % of C`).toBeLessThan(2700);
+      expect(r.baseline, `seed ${seed}`).toBeLessThan(1.1 * B);
     }
   });
 });
