@@ -97,6 +97,25 @@ describe('queued plain runs (the run lane)', () => {
     expect(serviceMs).toBeLessThan(11);
   });
 
+  test('keep feeding the service-time estimate when a sampled run never settles', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 100, maxQueued: 10_000, clock });
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        clock.setTimeout(resolve, ms);
+      });
+    // Runs 0–99 start at once and take 100 ms; 100–134 start from the lane and never settle (one
+    // grant in 32 is a sample: one of them is); the rest, 10 ms each, share the 65 slots left.
+    const hangs = (i: number) => i >= 100 && i < 135;
+    const calls = Array.from({ length: 5000 }, (_, i) =>
+      limiter.run(() => (hangs(i) ? new Promise<void>(() => {}) : sleep(i < 100 ? 100 : 10))),
+    );
+    await clock.advance(2000);
+    await Promise.all(calls.filter((_, i) => !hangs(i)));
+    // Samples after the hung one still come: the estimate moved from 100 ms to the 10 ms calls.
+    expect(limiter.snapshot().serviceMs).toBeLessThan(11);
+  });
+
   test('report the rtt of each call while someone listens to release', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });
