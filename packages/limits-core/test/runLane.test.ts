@@ -135,6 +135,28 @@ describe('queued plain runs (the run lane)', () => {
     expect(rtts.slice(1)).toEqual([5, 7]);
   });
 
+  test('leave no queue timer behind once the listed waiters are gone and only lane requests wait', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });
+    const hold = await limiter.acquire();
+    const gate = deferred();
+    const lane = [limiter.run(() => gate.promise), limiter.run(() => 'second')];
+    // A waiter with a deadline arms the queue's timer; aborting it leaves the timer armed.
+    const controller = new AbortController();
+    const timed = limiter.acquire({ timeoutMs: 60_000, signal: controller.signal });
+    expect(clock.pending).toBe(1);
+    controller.abort();
+    await expect(timed).rejects.toMatchObject({ reason: 'aborted' });
+    // A release serves the first lane request; the second does not fit: nothing is listed any more,
+    // so no timer may stay.
+    hold.success();
+    await flush();
+    expect(limiter.queued).toBe(1);
+    expect(clock.pending).toBe(0);
+    gate.resolve();
+    await expect(Promise.all(lane)).resolves.toEqual([undefined, 'second']);
+  });
+
   test('a task that throws synchronously passes its unit to the next one', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10 });
     const hold = await limiter.acquire();

@@ -161,7 +161,10 @@ export class WaitQueue {
     // Lane requests are the oldest: they go first, and need no time.
     const lane = this.lane;
     while (lane.size > 0) {
-      if (!host.fits(1)) return;
+      if (!host.fits(1)) {
+        if (this.#list.size === 0) this.clearTimer();
+        return;
+      }
       lane.serveFirst(host);
     }
     const handOver = this.#handOver;
