@@ -122,8 +122,14 @@ describe('loadShed when the application throws', () => {
     const url = await listen(createServer(loadShed({ limiter, onShed }).wrap(handler)), closers);
     const first = fetch(url);
     await nextEvent(limiter, 'acquire');
-    await expect(fetch(url)).rejects.toThrow();
+    // Wait for the server's refusal itself, not only for the client to see its connection closed:
+    // under load (the whole suite in parallel in CI) the client's rejection once came first, the
+    // assertion ran before onShed, and the error surfaced after the test as an uncaught one.
+    const refused = nextEvent(limiter, 'reject');
+    const second = fetch(url);
+    await refused;
     expect(errors.map((e) => (e as Error).message)).toEqual(['test: onShed']);
+    await expect(second).rejects.toThrow();
     gate.resolve();
     await first;
   });
