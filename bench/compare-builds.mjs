@@ -17,6 +17,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  cellStats,
   cpuInfo,
   fmt,
   LIMIT,
@@ -115,7 +116,7 @@ function contenders(ids) {
 }
 
 const cellsArg = arg('cells');
-if (process.argv.some((a) => a.startsWith('--cells='))) {
+if (cellsArg !== undefined) {
   // A cell process: its contenders come from the parent's resolved commits.
   const ids = (process.env.COMPARE_IDS ?? '').split(',');
   const rows = contenders(ids);
@@ -135,11 +136,8 @@ if (process.argv.some((a) => a.startsWith('--cells='))) {
   try {
     for (const id of ids) if (id !== 'WORKTREE') build(id);
     const script = fileURLToPath(import.meta.url);
-    const args = process.argv
-      .slice(2)
-      .filter(
-        (a) => !a.startsWith('--commits=') && !a.startsWith('--algorithms=') && a !== '--keep',
-      );
+    // (`plan` knows this script's own flags: EXTRA.)
+    const args = process.argv.slice(2);
     const { cfg, cells } = await plan({
       script,
       args: args.some((a) => a.startsWith('--modes=')) ? args : [...args, '--modes=burst'],
@@ -164,11 +162,9 @@ if (process.argv.some((a) => a.startsWith('--cells='))) {
         cells.find((c) => c.mode === mode && c.group === SEMAPHORES[0].id).samples,
       );
       for (const c of cells.filter((x) => x.mode === mode)) {
-        const m = median(c.samples);
-        const lo = Math.min(...c.samples);
-        const hi = Math.max(...c.samples);
+        const { med, lo, hi } = cellStats(c);
         console.log(
-          `| ${MODES[mode]} | ${c.contender.name} | ${fmt(m)} | ${(m / floor).toFixed(2)} | ${fmt(lo)}–${fmt(hi)} |`,
+          `| ${MODES[mode]} | ${c.contender.name} | ${fmt(med)} | ${(med / floor).toFixed(2)} | ${fmt(lo)}–${fmt(hi)} |`,
         );
       }
     }

@@ -272,8 +272,8 @@ export class NoLoadRtt {
   cancel(): boolean {
     if (!this.#probing || this.#staleProbe) return false;
     this.#probing = false;
-    const recheck = this.#recheck ? this.#recheckMultiplier : this.#probeMultiplier;
-    this.#untilProbe = this.#spacing(recheck);
+    const multiplier = this.#recheck ? this.#recheckMultiplier : this.#probeMultiplier;
+    this.#untilProbe = this.#spacing(multiplier);
     return true;
   }
 
