@@ -272,8 +272,7 @@ export class NoLoadRtt {
   cancel(): boolean {
     if (!this.#probing || this.#staleProbe) return false;
     this.#probing = false;
-    const multiplier = this.#recheck ? this.#recheckMultiplier : this.#probeMultiplier;
-    this.#untilProbe = this.#spacing(multiplier);
+    this.#untilProbe = this.#spacing();
     return true;
   }
 
@@ -285,7 +284,7 @@ export class NoLoadRtt {
   postpone(): void {
     // Not before the first probe nor a recheck: they correct a start far above the capacity.
     if (!this.#probing && this.#probed && !this.#recheck) {
-      this.#untilProbe = this.#spacing(this.#probeMultiplier);
+      this.#untilProbe = this.#spacing();
     }
   }
 
@@ -387,14 +386,14 @@ export class NoLoadRtt {
       : this.#probeDepth;
     this.#low1 = Infinity;
     this.#low2 = Infinity;
-    this.#untilProbe = this.#spacing(moved ? this.#recheckMultiplier : this.#probeMultiplier);
     this.#probed = true;
     this.#recheck = moved;
+    this.#untilProbe = this.#spacing();
     return 'end';
   }
 
-  /** Jittered spacing in rounds: each sample counts as `1 / limit` of a round. */
-  #spacing(multiplier: number): number {
+  /** Jittered spacing in rounds (a sample is `1 / limit` of one); by default the next probe's. */
+  #spacing(multiplier = this.#recheck ? this.#recheckMultiplier : this.#probeMultiplier): number {
     return (0.5 + this.#random() * 0.5) * multiplier;
   }
 }
