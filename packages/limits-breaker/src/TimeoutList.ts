@@ -35,11 +35,22 @@ export class TimeoutList {
   }
 
   add(t: Timed): void {
-    t.prev = this.#tail;
+    const tail = this.#tail;
+    t.prev = tail;
     t.next = undefined;
-    if (this.#tail === undefined) this.#head = t;
-    else this.#tail.next = t;
     this.#tail = t;
+    if (tail !== undefined) tail.next = t;
+    else this.#first(t);
+  }
+
+  /**
+   * `t` is the only entry. Only then can the timer need arming: while the list is not empty a timer
+   * is armed (`#fire` re-arms for the new head, even when an expiry throws), except inside `#fire`'s
+   * loop. (Kept out of `add`, which V8 then inlines into the guard's `fire()`: about 100 machine
+   * instructions less per call with 10,000 calls at once, `bench/instructions.mjs`.)
+   */
+  #first(t: Timed): void {
+    this.#head = t;
     if (this.#timer === undefined && !this.#firing) this.#arm();
   }
 
@@ -92,8 +103,9 @@ export class TimeoutList {
       }
     } finally {
       this.#firing = false;
+      // Armed for the new head even if an expiry threw (`add` arms only an empty list's first entry).
+      // (clear() from inside the loop emptied the list: nothing to arm.)
+      this.#arm();
     }
-    // (clear() from inside the loop emptied the list: nothing to arm.)
-    this.#arm();
   };
 }
