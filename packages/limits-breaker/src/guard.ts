@@ -33,6 +33,18 @@ const EMPTY_ARGS: unknown[] = [];
 const shutDownError = () => new LimitsError('SHUTDOWN', 'limits: guard shut down');
 
 /**
+ * The caller's promise of `call`, answered through `call.resolve`. A closure per call, where a shared
+ * executor writing into the guard saved that allocation: the guard outlives its calls, so each of
+ * those writes went through V8's write barrier, and valgrind counts fewer machine instructions per
+ * call this way (`bench/instructions.mjs`, bench/RESULTS.md "Session 8").
+ */
+function callerPromise<R>(call: Call): Promise<R> {
+  return new Promise<R>((resolve) => {
+    call.resolve = resolve as (value: unknown) => void;
+  });
+}
+
+/**
  * A circuit breaker (opossum) layered over a limiter. Per call: OPEN → fail fast without touching the
  * limiter (reason `open`); otherwise take a permit (a refusal goes to the fallback with reason
  * `limit` and never counts as a breaker failure); then run the action with its own abort signal.
@@ -60,12 +72,6 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   #shut = false;
   /** The answer of a call refused at admission, inside `acquireWith` (taken at once by `fire`). */
   #refusal: Promise<R> | undefined = undefined;
-  /** The resolve function `#capture` just received (taken at once). */
-  #captured: ((value: unknown) => void) | undefined = undefined;
-  /** One shared promise executor instead of a closure per call. */
-  readonly #capture = (resolve: (value: unknown) => void): void => {
-    this.#captured = resolve;
-  };
 
   /**
    * @internal Use {@link guard}.
@@ -134,10 +140,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       return refusal;
     }
     // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
-    const promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
-    call.resolve = this.#captured as (value: unknown) => void;
-    this.#captured = undefined;
-    return promise;
+    return callerPromise<R>(call);
   }
 
   /** @internal The action of `call` called `ctx.hold()` (see `CallContext.hold`). */
@@ -289,9 +292,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     }
     let promise: Promise<R> | undefined;
     if (!queued) {
-      promise = new Promise<R>(this.#capture as (resolve: (value: R) => void) => void);
-      call.resolve = this.#captured as (value: unknown) => void;
-      this.#captured = undefined;
+      promise = callerPromise<R>(call);
     }
     this.#calls.track(call, queued);
     try {
