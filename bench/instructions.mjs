@@ -1,0 +1,302 @@
+// Machine instructions per call, counted by valgrind (cachegrind without its cache simulation): a
+// before/after measure that does not drift with the machine's speed. On the shared VMs these benches
+// run on, the same timing cell moved by 2× within hours; the instruction count of a cell repeats to
+// within 0.2–0.6 % (sequential and queue cells) or about 2 % (bursts, whose garbage collection
+// varies more). It counts work, not time (no cache misses, no stalls), so it locates a
+// regression; the timing benches (breaker-overhead.mjs, overhead.mjs) remain what the targets use.
+//
+//   node bench/instructions.mjs                         every cell, this checkout's built packages
+//   node bench/instructions.mjs --cells=guard-timeout:seq,queue:burst
+//   node bench/instructions.mjs --breaker=/tmp/old/packages/limits-breaker   another build (below)
+//   node bench/instructions.mjs --semi-space=64         V8's young generation fixed at 64 MB
+//   node bench/instructions.mjs --burst=9000            bursts of 9,000 calls instead of 10,000
+//   node bench/instructions.mjs --cells=guard:seq --functions=30
+//                                                       also the 30 functions with the most
+//                                                       instructions per call (callgrind; slower)
+//
+// Another commit's build: `git worktree add /tmp/old <commit>`, then in /tmp/old
+// `npx -y pnpm@12.4.2 install --frozen-lockfile && npx -y pnpm@12.4.2 -r --filter "./packages/**" run build`;
+// its limits-core is the one that limits-breaker package resolves. Needs valgrind
+// (`apt-get install -y valgrind`). Each cell runs twice under valgrind, with 200,000 and 600,000 calls
+// after the same start-up, and reports (count₂ − count₁) / 400,000: start-up, module loading and the
+// first optimisations cancel out. Node runs `--single-threaded` (no background compiler or GC threads,
+// whose share would vary). A cell takes 1–2 minutes.
+//
+// Cells (limit 64; burst: 10,000 calls at once (--burst), then await all, as in breaker-overhead.mjs):
+//   guard:seq, guard:burst                  guard() without a timeout
+//   guard-timeout:seq, guard-timeout:burst  guard() with a 10,000 ms timeout
+//   queue:burst                             limits-core alone: 10,000 permit requests at once
+//                                           (`acquireWith`; `_acquireFor` on builds before issue 10),
+//                                           each permit released a microtask after its grant
+// No opossum cell: opossum keeps 10 s of latency samples and sorts them for its snapshot each second,
+// so its work per call depends on how many calls fit in 10 s of wall time, which valgrind slows ~50×.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CELLS = [
+  'guard:seq',
+  'guard-timeout:seq',
+  'guard:burst',
+  'guard-timeout:burst',
+  'queue:burst',
+];
+const CALLS = [200_000, 600_000];
+
+const TIMEOUT_MS = 10_000;
+
+const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const BURST = Number(arg('burst') ?? 10_000);
+const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'limits-breaker'));
+
+/** The packages of the build under test: limits-breaker, and the limits-core it resolves. */
+async function load() {
+  const require = createRequire(import.meta.url);
+  const corePkg = realpathSync(path.join(breakerDir, 'node_modules', 'limits-core'));
+  const entry = (dir) => {
+    const { exports } = require(path.join(dir, 'package.json'));
+    const main = typeof exports === 'string' ? exports : (exports['.'].import ?? exports['.']);
+    return pathToFileURL(path.join(dir, typeof main === 'string' ? main : main.default)).href;
+  };
+  return { breaker: await import(entry(breakerDir)), core: await import(entry(corePkg)) };
+}
+
+/**
+ * A guard with a fixed limit of 64. Builds before issue 10 call the timeout option `timeout` and
+ * accept unknown keys silently; later ones refuse `timeout` (renamed `timeoutMs`): try the old name.
+ */
+function makeGuard(guard, timeoutMs) {
+  const task = async () => 1;
+  const limit = { limit: 64, maxQueued: 20_000 };
+  try {
+    return guard(task, { timeout: timeoutMs, limit });
+  } catch {
+    return guard(task, { timeoutMs, limit });
+  }
+}
+
+/** `calls` calls of `fire`, one at a time (seq) or BURST at once, each burst awaited (burst). */
+async function fireCalls(fire, shape, calls) {
+  if (shape === 'seq') {
+    for (let i = 0; i < calls; i++) await fire();
+    return;
+  }
+  for (let done = 0; done < calls; done += BURST) {
+    const all = new Array(BURST);
+    for (let i = 0; i < BURST; i++) all[i] = fire();
+    await Promise.all(all);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+async function guardCell(breaker, timed, shape, calls) {
+  const g = makeGuard(breaker.guard, timed ? TIMEOUT_MS : false);
+  await fireCalls(() => g.fire(), shape, calls);
+  if (g.limiter.inflight !== 0 || g.limiter.queued !== 0) throw new Error('guard not idle');
+  await g.shutdown();
+}
+
+async function queueCell(core, calls) {
+  const limiter = new core.Limiter({ limit: 64, maxQueued: 20_000 });
+  let released = 0;
+  const release = (permit) =>
+    queueMicrotask(() => {
+      permit.success();
+      released++;
+    });
+  const request = {
+    queued() {},
+    granted: release,
+    refused: (error) => {
+      throw error;
+    },
+    _granted: release,
+    _refused: (error) => {
+      throw error;
+    },
+  };
+  const take =
+    typeof limiter.acquireWith === 'function'
+      ? () => limiter.acquireWith(request)
+      : () => limiter.tryAcquire() ?? limiter._acquireFor(request);
+  for (let done = 0; done < calls; done += BURST) {
+    released = 0;
+    for (let i = 0; i < BURST; i++) {
+      const permit = take();
+      if (permit !== undefined) release(permit);
+    }
+    while (released < BURST) await new Promise((r) => setImmediate(r));
+  }
+  if (limiter.inflight !== 0 || limiter.queued !== 0) throw new Error('limiter not idle');
+}
+
+async function child(cell, calls) {
+  const { breaker, core } = await load();
+  const [name, shape] = cell.split(':');
+  if (name === 'queue') await queueCell(core, calls);
+  else await guardCell(breaker, name === 'guard-timeout', shape, calls);
+}
+
+/**
+ * One run of `cell` with `calls` calls under valgrind: its instruction count, and with `byFunction`
+ * (callgrind, and Node's `--perf-basic-prof` map naming the compiled JavaScript) the self
+ * instructions of each function.
+ */
+function run(cell, calls, byFunction) {
+  const semi = arg('semi-space');
+  const nodeArgs = [
+    '--single-threaded',
+    ...(semi ? [`--min-semi-space-size=${semi}`, `--max-semi-space-size=${semi}`] : []),
+    ...(byFunction ? ['--perf-basic-prof'] : []),
+    fileURLToPath(import.meta.url),
+    `--child=${cell}`,
+    `--calls=${calls}`,
+    `--breaker=${breakerDir}`,
+    `--burst=${BURST}`,
+  ];
+  const dir = mkdtempSync(path.join(tmpdir(), 'limits-instr-'));
+  const out = path.join(dir, 'callgrind.out');
+  const tool = byFunction
+    ? ['--tool=callgrind', '--dump-instr=yes', `--callgrind-out-file=${out}`]
+    : ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null'];
+  let report;
+  try {
+    // valgrind reports on stderr: keep it, drop the child's stdout.
+    report = execFileSync(
+      'sh',
+      ['-c', 'exec valgrind "$@" 2>&1 >/dev/null', 'sh', ...tool, process.execPath, ...nodeArgs],
+      { encoding: 'utf8' },
+    );
+    const m = report.match(/I\s+refs:\s+([\d,]+)/);
+    if (m === null) throw new Error(`no instruction count for ${cell}:\n${report}`);
+    const total = Number(m[1].replaceAll(',', ''));
+    if (!byFunction) return { total };
+    const pid = report.match(/^==(\d+)==/m)?.[1];
+    const mapFile = `/tmp/perf-${pid}.map`; // where V8's --perf-basic-prof writes it
+    try {
+      return {
+        total,
+        functions: selfByFunction(readFileSync(out, 'utf8'), readFileSync(mapFile, 'utf8')),
+      };
+    } finally {
+      rmSync(mapFile, { force: true });
+    }
+  } catch (error) {
+    if (error.status === undefined) throw error;
+    throw new Error(
+      `${cell} failed under valgrind (installed? apt-get install -y valgrind):\n${error.stdout ?? error.message}`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Self instructions by function from a callgrind file: native functions by their symbol, compiled
+ * JavaScript (in no object file) by the name Node's perf map gives its address.
+ */
+function selfByFunction(callgrind, perfMap) {
+  const code = perfMap
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [start, size, ...name] = line.split(' ');
+      return {
+        start: Number.parseInt(start, 16),
+        size: Number.parseInt(size, 16),
+        name: name.join(' '),
+      };
+    })
+    .sort((a, b) => a.start - b.start);
+  const jsName = (addr) => {
+    let lo = 0;
+    let hi = code.length - 1;
+    let k = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (code[mid].start <= addr) {
+        k = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    const c = code[k];
+    return c !== undefined && addr < c.start + c.size ? c.name : 'JIT code without a name';
+  };
+  const names = { fn: new Map(), ob: new Map() };
+  const self = new Map();
+  let fn = '';
+  let ob = '';
+  let addr = 0;
+  let callCost = false;
+  for (const line of callgrind.split('\n')) {
+    const named = line.match(/^(c?)(fn|ob|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$/);
+    if (named !== null) {
+      // `fn`/`cfn` share one table of compressed names, as do `ob`/`cob`; a `c…` line names a callee
+      // and leaves the current function as it is.
+      const [, callee, kind, id, text] = named;
+      if (kind === 'fn' || kind === 'ob') {
+        const table = names[kind];
+        let name = text;
+        if (id !== undefined) {
+          if (name !== '') table.set(id, name);
+          else name = table.get(id);
+        }
+        if (callee === '') {
+          if (kind === 'fn') fn = name;
+          else ob = name;
+        }
+      }
+      continue;
+    }
+    // The cost line after `calls=` is the callee's inclusive cost, not the caller's own.
+    if (line.startsWith('calls=')) {
+      callCost = true;
+      continue;
+    }
+    const cost = line.match(/^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)/);
+    if (cost === null) continue;
+    const [, at, ir] = cost;
+    if (at.startsWith('0x')) addr = Number.parseInt(at, 16);
+    else if (at !== '*') addr += Number(at);
+    if (callCost) {
+      callCost = false;
+      continue;
+    }
+    const key = ob === '???' ? jsName(addr) : fn.replace(/\(.*$/, '');
+    self.set(key, (self.get(key) ?? 0) + Number(ir));
+  }
+  return self;
+}
+
+const childCell = arg('child');
+if (childCell !== undefined) {
+  await child(childCell, Number(arg('calls')));
+} else {
+  const cells = arg('cells')?.split(',') ?? CELLS;
+  for (const c of cells)
+    if (!CELLS.includes(c)) throw new Error(`unknown cell ${c}; one of ${CELLS}`);
+  await load(); // fails early on a missing build
+  console.log(
+    `instructions per call (valgrind cachegrind), ${path.relative(process.cwd(), breakerDir) || '.'}` +
+      `${arg('semi-space') ? `, semi-space ${arg('semi-space')} MB` : ''}, Node ${process.version}`,
+  );
+  const top = Number(arg('functions') ?? 0);
+  for (const cell of cells) {
+    // A burst cell makes whole bursts: ceil(calls / BURST) of them.
+    const made = CALLS.map((n) => (cell.endsWith(':burst') ? Math.ceil(n / BURST) * BURST : n));
+    const [a, b] = CALLS.map((n) => run(cell, n, top > 0));
+    const per = made[1] - made[0];
+    console.log(`${cell.padEnd(20)} ${Math.round((b.total - a.total) / per)}`);
+    if (top > 0) {
+      const rows = [...b.functions]
+        .map(([name, ir]) => [name, (ir - (a.functions.get(name) ?? 0)) / per])
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, top);
+      for (const [name, ir] of rows) console.log(`  ${ir.toFixed(0).padStart(6)}  ${name}`);
+    }
+  }
+}
