@@ -169,7 +169,8 @@ function run(cell, calls, byFunction) {
     report = execFileSync(
       'sh',
       ['-c', 'exec valgrind "$@" 2>&1 >/dev/null', 'sh', ...tool, process.execPath, ...nodeArgs],
-      { encoding: 'utf8' },
+      // In its own directory: `--perf-basic-prof` also leaves V8 log files in the working directory.
+      { encoding: 'utf8', cwd: dir },
     );
     const m = report.match(/I\s+refs:\s+([\d,]+)/);
     if (m === null) throw new Error(`no instruction count for ${cell}:\n${report}`);
