@@ -21,11 +21,17 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * beyond the capacity: their starts are staggered through the slowdown, and one of them sees the
  * recovery within about a second. Once a call comes back on time (before it was late), no new one
  * starts, the late calls still out (and those reported late afterwards that started before that
- * answer) are written off ({@link LateProbes.writeOff}), and the extra units go as they end.
+ * answer) are written off ({@link LateProbes.writeOff}), and the extra units go as they end. While the
+ * slowdown lasts, restarts are paced ({@link LateProbes.paceEnd}) so that the calls' ends spread out.
  */
 export class LateProbes {
   /** Units of capacity granted beyond the limit for these probes (0 to MAX_LATE_PROBES). */
   extra = 0;
+  /** Units freed by late calls in a slowdown, held back to pace the restarts (see {@link paceEnd}). */
+  held = 0;
+  /** While pacing: when the next start may happen, and the spacing of starts. */
+  #nextStartAt = -Infinity;
+  #gap = 0;
   #at = -Infinity;
   /** When the first probe of this slowdown started. */
   #since = Number.NaN;
@@ -46,6 +52,7 @@ export class LateProbes {
     if (this.extra > 0 && now - this.#since >= LATE_PROBES_FOR_MS) {
       this.#recovered = true;
       this.#blocked = true;
+      // (Units still held come back one per paced gap, at the ticks.)
     }
     if (
       this.#blocked ||
@@ -77,7 +84,49 @@ export class LateProbes {
    */
   fresh(lateOut: number): boolean {
     this.#blocked = false;
-    return this.probing ? this.writeOff(lateOut) : false;
+    return this.probing ? this.writeOff(lateOut) : this.#unpace();
+  }
+
+  /** The capacity beyond the limit: the probes' extra units less those held back for pacing. */
+  get offset(): number {
+    return this.extra - this.held;
+  }
+
+  /**
+   * A late call ended at `now` after `rtt` ms while a slowdown is on (probes out, no call back on
+   * time), with `capacity` units in all. A freed unit is taken at once by the next call, so calls
+   * that started together keep ending together, one slowdown latency apart: the first fast answer
+   * after the downstream recovers waits for the next such end (up to a second at S1, with 8 calls of
+   * 3 s ending in clusters). So starts are paced: at most one per `rtt / capacity` ms; a unit freed
+   * sooner is held back until the next start is due ({@link paceTick}), which spreads the ends evenly.
+   * @returns whether the unit is held back (the capacity shrinks by one).
+   */
+  paceEnd(now: number, rtt: number, capacity: number): boolean {
+    if (!this.probing) return false;
+    this.#gap = rtt / Math.max(1, capacity);
+    // Never the last unit: a call can always start (and its ticks give the held units back).
+    if (now < this.#nextStartAt && this.held < capacity - 1) {
+      this.held++;
+      return true;
+    }
+    this.#nextStartAt = now + this.#gap;
+    return false;
+  }
+
+  /** A tick at `now`: gives back one held unit when its start is due. @returns whether one went. */
+  paceTick(now: number): boolean {
+    if (this.held === 0 || now < this.#nextStartAt) return false;
+    this.held--;
+    this.#nextStartAt = now + this.#gap;
+    return true;
+  }
+
+  /** Pacing ends: every held unit goes back. @returns whether any was held. */
+  #unpace(): boolean {
+    const had = this.held > 0;
+    this.held = 0;
+    this.#nextStartAt = -Infinity;
+    return had;
   }
 
   /**
@@ -92,9 +141,10 @@ export class LateProbes {
    * @returns whether the extra units grew (the capacity follows).
    */
   writeOff(lateOut: number): boolean {
-    const grew = lateOut > this.extra;
+    let grew = lateOut > this.extra;
     if (grew) this.extra = lateOut;
     if (this.extra > 0) this.#recovered = true;
+    if (this.#unpace()) grew = true;
     return grew;
   }
 

@@ -178,6 +178,10 @@ export class LimitFeed {
       if (reported) {
         if (this.#lateOut > 0) this.#lateOut--;
         if (this.probes?.lateEnded() === true) this.#onLimit(this.limit);
+        const probes = this.probes;
+        if (probes?.paceEnd(startTime + rtt, rtt, this.limit + probes.extra) === true) {
+          this.#onLimit(this.limit);
+        }
         // A drop was counted when reported; a success that began before a call that came back on
         // time is old news (the downstream has recovered since): neither is fed.
         if (outcome !== 'success' || startTime < this.#onTimeAt) return false;
@@ -251,6 +255,11 @@ export class LimitFeed {
       } else {
         this.#reportLate(count, inflight, now, after as number);
       }
+    }
+    // A paced restart is due (see LateProbes.paceEnd).
+    if (this.probes?.paceTick(now) === true) {
+      this.#onLimit(this.limit);
+      this.#dispatch();
     }
     // Every call in flight is late: one more probe, staggered (see LateProbes).
     if (inflight > 0 && late.tracked === 0 && this.probes?.allLate(now, this.#full()) === true) {

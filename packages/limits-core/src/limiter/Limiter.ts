@@ -72,7 +72,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const feed = new LimitFeed(o, time, this, {
       held: () => this.#permits > 0,
       onLimit: (limit) =>
-        (this.#capacity = Math.max(limit, o.probeSlots) + (feed.probes?.extra ?? 0)),
+        (this.#capacity = Math.max(limit, o.probeSlots) + (feed.probes?.offset ?? 0)),
       inflight: () => this.#inflight,
       full: () => o.gate === undefined && this.#inflight - this.#capacity === 0,
       dispatch: () => this._dispatch(),
