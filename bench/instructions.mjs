@@ -36,6 +36,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { yieldToLoop } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CELLS = [
@@ -89,7 +90,7 @@ async function fireCalls(fire, shape, calls) {
     const all = new Array(BURST);
     for (let i = 0; i < BURST; i++) all[i] = fire();
     await Promise.all(all);
-    await new Promise((r) => setImmediate(r));
+    await yieldToLoop();
   }
 }
 
@@ -129,7 +130,7 @@ async function queueCell(core, calls) {
       const permit = take();
       if (permit !== undefined) release(permit);
     }
-    while (released < BURST) await new Promise((r) => setImmediate(r));
+    while (released < BURST) await yieldToLoop();
   }
   if (limiter.inflight !== 0 || limiter.queued !== 0) throw new Error('limiter not idle');
 }

@@ -94,15 +94,17 @@ export class LateProbes {
 
   /**
    * A late call ended at `now` after `rtt` ms while a slowdown is on (probes out, no call back on
-   * time), with `capacity` units in all. A freed unit is taken at once by the next call, so calls
-   * that started together keep ending together, one slowdown latency apart: the first fast answer
-   * after the downstream recovers waits for the next such end (up to a second at S1, with 8 calls of
-   * 3 s ending in clusters). So starts are paced: at most one per `rtt / capacity` ms; a unit freed
-   * sooner is held back until the next start is due ({@link paceTick}), which spreads the ends evenly.
+   * time), under a limit of `limit` (`capacity` adds the probes' extra units). A freed unit is taken
+   * at once by the next call, so calls that started together keep ending together, one slowdown
+   * latency apart: the first fast answer after the downstream recovers waits for the next such end
+   * (up to a second at S1, with 8 calls of 3 s ending in clusters). So starts are paced: at most one
+   * per `rtt / capacity` ms; a unit freed sooner is held back until the next start is due
+   * ({@link paceTick}), which spreads the ends evenly.
    * @returns whether the unit is held back (the capacity shrinks by one).
    */
-  paceEnd(now: number, rtt: number, capacity: number): boolean {
+  paceEnd(now: number, rtt: number, limit: number): boolean {
     if (!this.probing) return false;
+    const capacity = limit + this.extra;
     this.#gap = rtt / Math.max(1, capacity);
     // Never the last unit: a call can always start (and its ticks give the held units back).
     if (now < this.#nextStartAt && this.held < capacity - 1) {

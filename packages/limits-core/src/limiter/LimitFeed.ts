@@ -178,10 +178,8 @@ export class LimitFeed {
       if (reported) {
         if (this.#lateOut > 0) this.#lateOut--;
         if (this.probes?.lateEnded() === true) this.#onLimit(this.limit);
-        const probes = this.probes;
-        if (probes?.paceEnd(startTime + rtt, rtt, this.limit + probes.extra) === true) {
+        if (this.probes?.paceEnd(startTime + rtt, rtt, this.limit) === true)
           this.#onLimit(this.limit);
-        }
         // A drop was counted when reported; a success that began before a call that came back on
         // time is old news (the downstream has recovered since): neither is fed.
         if (outcome !== 'success' || startTime < this.#onTimeAt) return false;
