@@ -20,9 +20,7 @@ export const CallFlag = {
   TIMED_OUT: 4,
   /** A trial call (admitted while HALF_OPEN). */
   TRIAL: 8,
-  /** Taken out of the limiter's queue because the circuit opened. */
-  SHED: 16,
-  /** Waiting in the limiter's queue (filed with its `QueueTicket` in `permit`). */
+  /** Waiting in the limiter's queue (its `QueueTicket` in `permit`). */
   WAITING: 32,
   /** The action called `ctx.hold()` (a second call throws). */
   HOLD: 64,
@@ -56,7 +54,7 @@ export interface CallOwner {
 /**
  * @internal One call, from `fire()` to the end of its action: it waits in the limiter's queue (as a
  * limits-core `PermitRequest`: no promise there), is the action's context (a `CallContext`: no second
- * object), sits in the timeout list (`Timed`) and in the guard's list of calls queued or in flight,
+ * object), sits in the timeout list (`Timed`) and in the guard's list of calls in flight,
  * and tells the circuit which episode it was admitted in (`CircuitTicket`). One object and one caller
  * promise per call, where a promise chain through `limiter.acquire()` took several of each.
  */
@@ -64,10 +62,7 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
-  /**
-   * Links in the guard's list of calls in flight, or, before that, of calls waiting in the limiter's
-   * queue (never both at once).
-   */
+  /** Links in the guard's list of calls in flight. */
   cprev: Call | undefined = undefined;
   cnext: Call | undefined = undefined;
   /** The {@link CallFlag} bits. */
@@ -136,4 +131,16 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   refused(error: LimitExceededError): void {
     this.owner._refused(this, error);
   }
+}
+
+/**
+ * The caller's promise of `call`, answered through `call.resolve`. A closure per call, where a shared
+ * executor writing into the guard saved that allocation: the guard outlives its calls, so each of
+ * those writes went through V8's write barrier, and valgrind counts fewer machine instructions per
+ * call this way (`bench/instructions.mjs`, bench/RESULTS.md "Session 8").
+ */
+export function callerPromise<R>(call: Call): Promise<R> {
+  return new Promise<R>((resolve) => {
+    call.resolve = resolve as (value: unknown) => void;
+  });
 }

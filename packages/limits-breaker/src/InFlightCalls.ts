@@ -73,7 +73,7 @@ export class InFlightCalls implements HoldOwner {
       this.#lastStart = start;
       call.start = start;
     }
-    this.#list.append(call);
+    this.#list.push(call);
   }
 
   /**
@@ -130,7 +130,7 @@ export class InFlightCalls implements HoldOwner {
    */
   abortAll(error: unknown): void {
     this.#timeouts?.clear();
-    for (let call = this.#list.tail; call !== undefined; call = call.cprev) {
+    for (let call = this.#list.head; call !== undefined; call = call.cnext) {
       // A held call's hold is over too (its release must not touch the list while it is walked).
       call.mark(CallFlag.LIVE | CallFlag.HOLDING, false);
       call._abort(error);

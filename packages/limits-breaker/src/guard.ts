@@ -12,9 +12,8 @@ import {
   type QueueTicket,
   systemClock,
 } from 'limits-core';
-import { Call, CallFlag, type CallOwner, noop } from './Call.js';
+import { Call, CallFlag, type CallOwner, callerPromise, noop } from './Call.js';
 import type { CallContext } from './CallContext.js';
-import { QueuedCalls } from './CallList.js';
 import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
 import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
@@ -31,18 +30,8 @@ import type { CircuitState, GuardedAction, GuardOptions, GuardStats } from './ty
 
 const EMPTY_ARGS: unknown[] = [];
 const shutDownError = () => new LimitsError('SHUTDOWN', 'limits: guard shut down');
-
-/**
- * The caller's promise of `call`, answered through `call.resolve`. A closure per call, where a shared
- * executor writing into the guard saved that allocation: the guard outlives its calls, so each of
- * those writes went through V8's write barrier, and valgrind counts fewer machine instructions per
- * call this way (`bench/instructions.mjs`, bench/RESULTS.md "Session 8").
- */
-function callerPromise<R>(call: Call): Promise<R> {
-  return new Promise<R>((resolve) => {
-    call.resolve = resolve as (value: unknown) => void;
-  });
-}
+/** The cause of the refusal of a queued call taken out of the queue by the circuit opening. */
+const SHED: unique symbol = Symbol('limits: shed when the circuit opened');
 
 /**
  * A circuit breaker (opossum) layered over a limiter. Per call: OPEN → fail fast without touching the
@@ -67,8 +56,6 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   readonly #ownsLimiter: boolean;
   /** Calls in flight. */
   readonly #calls: InFlightCalls;
-  /** Calls waiting in the limiter's queue. */
-  readonly #queued = new QueuedCalls();
   #shut = false;
   /** The answer of a call refused at admission, inside `acquireWith` (taken at once by `fire`). */
   #refusal: Promise<R> | undefined = undefined;
@@ -148,14 +135,18 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     return this.#calls.holds.hold(call);
   }
 
-  /** @internal The limiter queued `call`: filed with its ticket, to be shed if the circuit opens. */
+  /**
+   * @internal The limiter queued `call`: it keeps its ticket (its timeout cancels the wait). Calls
+   * shed when the circuit opens are found in the limiter's queue (`#shed`): no list of our own.
+   */
   _queued(call: Call, ticket: QueueTicket): void {
-    this.#queued.file(call, ticket);
+    call.permit = ticket;
+    call.mark(CallFlag.WAITING);
   }
 
   /** @internal The limiter granted a queued call its permit. */
   _granted(call: Call, permit: Permit): void {
-    this.#queued.leave(call);
+    call.mark(CallFlag.WAITING, false);
     // A shared limiter outlives the guard: its late grant goes straight back.
     if (this.#shut) this.#dismiss(call, permit, Promise.reject(shutDownError()));
     // Granted while the circuit was opening (by a waiter shed just before): it must not run.
@@ -186,7 +177,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    */
   _refused(call: Call, error: LimitExceededError): void {
     this.#fireClock?.unprime(); // (the fallback may run next)
-    this.#queued.leave(call);
+    call.mark(CallFlag.WAITING, false);
     this.#calls.untime(call);
     this.#circuit.endTrial(call);
     call.mark(CallFlag.ANSWERED);
@@ -195,7 +186,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       ? Promise.reject<R>(shutDownError())
       : call.is(CallFlag.TIMED_OUT)
         ? this.#fallback.answer('timeout', args, error.cause as CallTimeoutError)
-        : call.is(CallFlag.SHED)
+        : error.reason === 'aborted' && error.cause === SHED
           ? this.#fallback.answer('open', args, new CircuitOpenError('OPEN'))
           : this.#fallback.answer('limit', args, error);
     // Refused at admission: `fire` has no promise for the caller yet and returns this one.
@@ -228,7 +219,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#shut = true;
     // Calls still waiting for a permit leave the limiter's queue now (a shared limiter outlives the
     // guard): each is answered SHUTDOWN through `_refused`.
-    this.#queued.shedAll();
+    this.#shed();
     this.#calls.abortAll(shutDownError());
     for (const off of this._unsubscribe) off();
     this.#circuit.shutdown();
@@ -353,7 +344,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     call.mark(CallFlag.TIMED_OUT);
     const error = new CallTimeoutError(this.#timeoutMs as number);
     if (call.is(CallFlag.WAITING)) {
-      this.#queued.cancel(call, error);
+      (call.permit as QueueTicket).cancel(error);
       return;
     }
     call.mark(CallFlag.ANSWERED);
@@ -368,8 +359,20 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * a refusal meanwhile, through `_granted`), all synchronously. No call can queue meanwhile.
    */
   _stateChanged(from: CircuitState, to: CircuitState): void {
-    if (to === 'OPEN') this.#queued.shedAll();
+    if (to === 'OPEN') this.#shed();
     if (this.listenerCount('state') > 0) this._emitSafely('state', { from, to });
+  }
+
+  /**
+   * Takes this guard's calls out of the limiter's queue, oldest first (a shared limiter holds other
+   * requests too): each is answered through `_refused` (`open`, or `SHUTDOWN` once shut down), all
+   * synchronously; a waiter granted by a refusal meanwhile goes through `_granted`.
+   */
+  #shed(): void {
+    this.limiter.cancelRequests(
+      (request) => request instanceof Call && request.owner === this,
+      SHED,
+    );
   }
 }
 

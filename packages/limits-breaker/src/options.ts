@@ -217,7 +217,14 @@ function checkAcquire(value: unknown): AcquireOptions | undefined {
 }
 
 /** What the guard calls on a limiter (a `Limiter`, or an object that quacks like one). */
-const LIMITER_METHODS = ['acquireWith', 'snapshot', 'close', 'on', 'off'] as const;
+const LIMITER_METHODS = [
+  'acquireWith',
+  'cancelRequests',
+  'snapshot',
+  'close',
+  'on',
+  'off',
+] as const;
 
 function checkLimiter(value: unknown): Limiter | undefined {
   if (value === undefined) return undefined;

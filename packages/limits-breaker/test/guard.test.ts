@@ -325,6 +325,40 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
   });
 
+  // issue 9, finding 9, on a shared limiter: the guard finds its queued calls in the limiter's queue
+  test("a circuit that opens sheds only its own guard's calls from a shared limiter's queue, oldest first", async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });
+    const outside = await limiter.acquire();
+    const answered: string[] = [];
+    const a = guard(async (_ctx, n: number) => `a${n} ran`, {
+      ...shared,
+      limiter,
+      fallback: (cause, n: number) => `a${n} ${cause.reason}`,
+    });
+    const b = guard(async (_ctx, n: number) => `b${n} ran`, { ...shared, limiter });
+    const calls = [
+      a.fire(1).then((v) => answered.push(v)),
+      b.fire(1).then((v) => answered.push(v)),
+      limiter.acquire().then((p) => {
+        answered.push('acquire granted');
+        p.success();
+      }),
+      a.fire(2).then((v) => answered.push(v)),
+      b.fire(2).then((v) => answered.push(v)),
+    ];
+    expect(limiter.queued).toBe(5);
+    a.breaker.open();
+    await flush();
+    expect(answered).toEqual(['a1 open', 'a2 open']);
+    expect(limiter.queued).toBe(3);
+    outside.success();
+    await Promise.all(calls);
+    expect(answered.slice(2).sort()).toEqual(['acquire granted', 'b1 ran', 'b2 ran']);
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
+    await a.shutdown();
+    await b.shutdown();
+  });
+
   test("successes count in opossum's window directly, or through its events when someone listens", async () => {
     const g = guard(async () => 'ok', base);
     for (let i = 0; i < 3; i++) await g.fire();

@@ -42,8 +42,8 @@ import { TaskRunner } from './TaskRunner.js';
  * ```
  */
 export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
-  // Here: counters, fast paths, grants, releases. Elsewhere: the algorithm's feed (LimitFeed),
-  // admission and queueing (Admission), waiters (queue/), refusals (Refusals), tasks (TaskRunner).
+  // Here: counters, fast paths, grants, releases. Elsewhere: the feed (LimitFeed), admission
+  // (Admission), waiters (queue/), refusals (Refusals), tasks (TaskRunner).
   readonly #feed: LimitFeed;
   readonly #time: MonotonicTime;
   readonly #closing: CloseWaiters;
@@ -84,8 +84,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
     const capture = new PromiseCapture();
     const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
-    // The plain path of run() needs an algorithm that learns nothing from an untimed call: a drop
-    // of an adaptive one is fed with its in-flight count, which only a permit carries.
+    // run()'s plain path needs an algorithm that learns nothing from an untimed call (an adaptive
+    // one is fed a drop with its in-flight count, which only a permit carries).
     const service = feed.service;
     const release = (out: Outcome) => this.#release(1, Number.NaN, 0, out);
     const plain = o.adaptive ? undefined : new PlainRuns(hooks, release, time, service);
@@ -94,8 +94,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     this.#runner = runner;
     const grants = {
       fits: (cost: number) => this.#fits(cost),
-      // `now` is NaN when the dispatch did not read the time: the wait is not measured then (the
-      // constant, not a computed NaN: no number is boxed per grant when #grant is not inlined).
+      // `now` NaN: the wait is not measured (the constant NaN: no number boxed per grant).
       grant: (w: Waiter, now: number) => {
         const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
         this.#grant(w.cost, waitedMs, this.#timed(w.deadline !== Infinity), now, w);
@@ -179,12 +178,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * `acquire()` without a promise, for integrations that have an object per call of their own (see
-   * {@link PermitRequest}): the same admission, queue and refusals as `acquire()`.
-   * @returns the permit when granted at once (`request` is then never called); otherwise `undefined`,
-   *   and later exactly one `request.granted(permit)` or `request.refused(error)` (a refusal at
-   *   admission is delivered before this returns; a queued request gets `request.queued(ticket)`
-   *   first). These permits are not leak-tracked: the integration reports every outcome.
+   * `acquire()` without a promise, for integrations with an object per call ({@link PermitRequest}).
+   * @returns the permit when granted at once; otherwise `undefined`, and later exactly one
+   *   `request.granted(permit)` or `request.refused(error)` (at admission: before this returns), after
+   *   `request.queued(ticket)` if queued. Not leak-tracked: the integration reports every outcome.
    * @throws RangeError/TypeError for bad options (where `acquire()` rejects), before anything changes.
    */
   acquireWith(request: PermitRequest, options?: AcquireOptions): Permit | undefined {
@@ -195,10 +192,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * The no-options fast paths' condition (`acquireWith()`, `run()`): a unit can be granted now — open,
-   * nobody queued (else full admission decides, LIFO order and refusals included), a cost of 1
-   * admissible and free. `acquire()` has no fast path: a one-line `acquire()` that V8 inlines into its
-   * caller measured faster (its promise costs more than the two closure calls of `Admission.admit`).
+   * The no-options fast paths' condition (`acquireWith()`, `run()`; a one-line `acquire()` measured
+   * faster without): open, nobody queued (else full admission decides), a cost of 1 admissible and free.
    */
   #unitFree(): boolean {
     return !this.#closed && this.#queue.size === 0 && this.#unitFits && this.#fits(1);
@@ -206,18 +201,16 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   /**
    * Runs `task` under a permit: acquires (waiting if the queue allows), calls `task(signal)`, times
-   * it, and releases when the task's promise really settles, even after the caller gave up on it.
-   * The outcome comes from `classify` (default: resolved → success, timeout/abort error → dropped,
-   * other error → failure). A task that throws synchronously never started: its permit is returned at
-   * once with `ignore`.
+   * it, and releases when its promise really settles, even after the caller gave up on it, with the
+   * outcome `classify` gives (default: resolved → success, timeout/abort error → dropped, other error
+   * → failure); a task that throws synchronously never started (released as `ignore`).
    *
    * A time budget (`timeoutMs` or `deadline`) is end to end: refused at admission when it cannot be
    * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
    * settles, then released as `dropped`. With a budget or a caller `signal`, a task that declares a
-   * parameter (`task.length > 0`) gets a signal of its own (about 2 µs on Node 20), following the
-   * caller's and aborting at the budget; one declaring none gets the caller's signal. Without
-   * either, the signal is one shared inert signal that never aborts and keeps no listeners.
+   * parameter gets a signal of its own (about 2 µs), following the caller's and aborting at the
+   * budget; one declaring none gets the caller's. Otherwise: one shared signal that never aborts.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise
@@ -242,12 +235,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * Stops admitting (new requests reject with reason `closed`), rejects every queued waiter with
-   * reason `closed`, and resolves once every permit in flight has been released, or once `timeoutMs`
-   * has passed on the limiter's clock, whichever comes first. It resolves (never rejects for held
-   * permits) with what was still held, so a shutdown hook can log it: `{ drained, permits, inflight }`.
-   * A leaked permit that is garbage-collected is reclaimed (see `trackLeaks`), but a collection may
-   * never come: bound the wait with `timeoutMs`. Idempotent; each call waits on its own terms.
+   * Stops admitting and rejects every queued waiter (reason `closed`); resolves once every permit is
+   * released or `timeoutMs` has passed on the limiter's clock, with what was still held
+   * (`{ drained, permits, inflight }`; never rejects for held permits). A leaked permit is reclaimed
+   * when collected (`trackLeaks`), which may never happen: bound the wait with `timeoutMs`. Idempotent.
    * @throws (as a rejected promise, before anything changes) TypeError/RangeError for bad options.
    */
   close(options?: CloseOptions): Promise<CloseResult> {
@@ -292,6 +283,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     if (this.#permits === 0 && this.#closed) this.#closing.finish();
   }
 
+  /**
+   * Refuses every queued {@link acquireWith} request that `match` accepts, oldest first, as its
+   * ticket's `cancel(cause)` would: an integration drops its requests at once (a circuit that opens)
+   * without keeping their tickets. `match` sees them all before any is refused.
+   * @returns how many were refused. @throws TypeError when `match` is not a function.
+   */
+  cancelRequests(match: (request: PermitRequest) => boolean, cause?: unknown): number {
+    if (typeof match !== 'function') throw taskError(match, 'match', 'cancelRequests');
+    return this.#refusals.cancelRequests(match, cause);
+  }
+
   /** @internal Called by a queued waiter whose signal aborted or whose ticket was cancelled. */
   _abortWaiter(waiter: Waiter, cause: unknown): boolean {
     return this.#refusals.abort(waiter, cause);
@@ -304,8 +306,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
 
   #fits(cost: number): boolean {
     if (this.#gate !== undefined) return this.#gate.fits(cost, this.#inflight);
-    // A job costlier than the current capacity (the limit shrank below it) runs alone once in-flight
-    // has drained to zero; otherwise it could never run.
+    // A job costlier than the capacity (the limit shrank) runs alone once nothing is in flight.
     return this.#inflight + cost <= this.#capacity || (this.#inflight === 0 && this.#capacity > 0);
   }
 
@@ -315,9 +316,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   }
 
   /**
-   * Takes `cost` units and returns the permit: `waiter` itself when a queued waiter is served, else a
-   * new one. `waitedMs`: time queued (`NaN`: not measured); `timed`: from `#timed`; `known`: the
-   * clock, if the caller just read it (`NaN` otherwise).
+   * Takes `cost` units; returns the permit (`waiter` itself, or a new one). `waitedMs`: time queued
+   * (`NaN`: not measured); `known`: the clock if the caller just read it (`NaN` otherwise).
    */
   #grant(
     cost: number,

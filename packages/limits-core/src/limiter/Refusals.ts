@@ -9,6 +9,7 @@ import type { CapacityGate } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
 import { rejection } from './rejection.js';
 import type { ServiceTime } from './ServiceTime.js';
+import { RequestWaiter } from './waiters.js';
 
 /** @internal The limiter as its refusals see it: its events, and the live counters a rejection quotes. */
 export interface RefusalSource extends EventEmitter<LimiterEvents> {
@@ -142,6 +143,29 @@ export class Refusals {
     // The waiter may have been the head blocking others.
     queue.dispatch(Number.NaN);
     return true;
+  }
+
+  /**
+   * Takes every queued `acquireWith` request that `match` accepts out of the queue, oldest first, and
+   * refuses it with reason `aborted` (`cause` as the error's cause); then serves the waiters they
+   * blocked. `match` sees every request before any is refused; one granted or refused meanwhile (by
+   * what a refusal ran) is skipped.
+   * @returns how many were refused.
+   */
+  cancelRequests(match: (request: PermitRequest) => boolean, cause: unknown): number {
+    const queue = this.#queue;
+    const picked: Waiter[] = [];
+    queue.forEach((w) => {
+      if (w instanceof RequestWaiter && match(w.request)) picked.push(w);
+    });
+    let refused = 0;
+    for (const w of picked) {
+      if (!queue.has(w)) continue;
+      this.remove(w, 'aborted', cause);
+      refused++;
+    }
+    if (refused > 0) queue.dispatch(Number.NaN);
+    return refused;
   }
 
   /** Refuses every queued waiter with reason `closed` and stops the queue's timer. */

@@ -91,9 +91,9 @@ export function tryAcquireCost(options: AcquireOptions, time: MonotonicTime): nu
 }
 
 /** The error of a `run()` whose `task` is not a function. */
-export function taskError(task: unknown): TypeError {
+export function taskError(task: unknown, name = 'task', method = 'run'): TypeError {
   return new TypeError(
-    `limits: argument "task" of run() must be a function, got ${formatValue(task)}`,
+    `limits: argument "${name}" of ${method}() must be a function, got ${formatValue(task)}`,
   );
 }
 

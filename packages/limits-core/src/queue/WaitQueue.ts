@@ -36,10 +36,9 @@ export class WaitQueue {
   readonly #handOver: GrantHost;
   readonly #service: FinishEstimate;
   /**
-   * Expiry bookkeeping: while waiters arrive in expiry order (the usual case: one `maxQueueWaitMs`,
-   * or the same `timeoutMs` on every call), the arrival list is already sorted by expiry and its head
-   * expires first; the heap is used only once an earlier expiry arrives after a later one, until
-   * the queue empties.
+   * While waiters arrive in expiry order (one `maxQueueWaitMs`, or the same `timeoutMs` on every
+   * call) the arrival list is sorted by expiry; the heap is used once an earlier expiry arrives after
+   * a later one, until the queue empties.
    */
   #heapMode = false;
   #lastExpiry = -Infinity;
@@ -52,8 +51,7 @@ export class WaitQueue {
   #timerAt = Infinity;
   /** The time's skew when the timer was set: a backward jump since then is detected when it fires. */
   #timerSkew = 0;
-  /** Sum of the listed waiters' costs. */
-  #cost = 0;
+  #cost = 0; // the listed waiters' costs
   /** Bytes held by queued waiters. */
   queuedBytes = 0;
 
@@ -108,6 +106,11 @@ export class WaitQueue {
     return this.#list.head;
   }
 
+  /** Calls `fn` for each listed waiter, oldest first (`fn` must not change the queue). */
+  forEach(fn: (w: Waiter) => void): void {
+    this.#list.forEach(fn);
+  }
+
   /**
    * Whether a request may join the {@link lane} and FIFO order still hold: nothing acts on arrival
    * times (so nothing in it ever expires or is picked out of order) and no waiter is listed.
@@ -138,15 +141,13 @@ export class WaitQueue {
 
   /**
    * Serves waiters while they fit (strict head of line), dropping on the way those that must leave.
-   * The loop lives here, with the queue's own fields, so that serving a waiter costs the limiter
-   * only its `fits` and `grant` calls (this runs once per waiter when a queue drains).
+   * The loop lives here, so serving a waiter costs the limiter only its `fits` and `grant` calls.
    * @param known - the limiter's time, if the caller just read it (`NaN` otherwise).
    */
   dispatch(known: number): void {
-    // A waiter served here may release at once (a queued task that throws synchronously, a guard
-    // action that ends synchronously): that release must not dispatch again from inside this loop,
-    // or the stack grows with the queue. The loop re-reads capacity on every turn, so it serves
-    // what the inner release freed.
+    // A waiter served here may release at once (a task that throws, an action that ends
+    // synchronously): that release must not dispatch again from inside this loop (the stack would
+    // grow with the queue); the loop re-reads capacity each turn and serves what it freed.
     if (this.size === 0 || this.#dispatching) return;
     this.#dispatching = true;
     try {
@@ -219,10 +220,7 @@ export class WaitQueue {
     }
   }
 
-  /**
-   * Whether `w` must leave instead of being served at `now`: expired, unable to finish by its
-   * deadline, or CoDel's (`standing`). Never hand a permit to a waiter that can no longer finish.
-   */
+  /** Whether `w` must leave (expired, cannot finish by its deadline, CoDel's) instead of being served. */
   #mustLeave(w: Waiter, now: number, margin: number, standing: boolean): boolean {
     const extras = w.extras;
     if (extras !== undefined) {
