@@ -48,6 +48,7 @@ export type {
   ReleaseEvent,
 } from './limiter/events.js';
 export {
+  LATE_PROBE_CAPACITY,
   LATE_PROBE_SPACING_MS,
   LATE_PROBES_FOR_MS,
   MAX_LATE_PROBES,

@@ -1,7 +1,23 @@
-/** At most this many probes beyond the capacity while every call in flight is late. */
+/** At most this many probes beyond the limit while every call in flight is late… */
 export const MAX_LATE_PROBES = 3;
 
-/** At least this long (ms) between two such probes (and a new one only once the last is late too). */
+/**
+ * …or more, while the limit plus the probes is under this many units: a limit that collapsed to its
+ * floor (Vegas: 1) still keeps this many calls out, so with a slowdown latency of L one of them ends,
+ * and can see a recovery, every L / LATE_PROBE_CAPACITY (375 ms at S1's 3 s, where the floor plus
+ * three probes took 750 ms).
+ */
+export const LATE_PROBE_CAPACITY = 8;
+
+/** The most probes beyond `limit` (see {@link MAX_LATE_PROBES}, {@link LATE_PROBE_CAPACITY}). */
+export function maxLateProbes(limit: number): number {
+  return Math.max(MAX_LATE_PROBES, LATE_PROBE_CAPACITY - limit);
+}
+
+/**
+ * At least this long (ms) between two such probes (and a new one only once the last is late too);
+ * half as long while the capacity is under {@link LATE_PROBE_CAPACITY}.
+ */
 export const LATE_PROBE_SPACING_MS = 1_000;
 
 /**
@@ -17,15 +33,15 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * limit has collapsed to its floor, the one call it lets through sits on a downstream that takes,
  * say, 3 s: the first fast answer after the downstream recovers comes only when that call ends, up to
  * 3 s later. So while every call in flight is late (and the limiter is full), one more call is let
- * through, at most once per {@link LATE_PROBE_SPACING_MS} and never more than {@link MAX_LATE_PROBES}
- * beyond the capacity: their starts are staggered through the slowdown, and one of them sees the
- * recovery within about a second. Once a call comes back on time (before it was late), no new one
+ * through, at most once per {@link LATE_PROBE_SPACING_MS} (half that while the capacity is under
+ * {@link LATE_PROBE_CAPACITY}) and never more than {@link maxLateProbes} beyond the limit: their starts
+ * are staggered through the slowdown, and one of them sees the recovery within about a second. Once a call comes back on time (before it was late), no new one
  * starts, the late calls still out (and those reported late afterwards that started before that
  * answer) are written off ({@link LateProbes.writeOff}), and the extra units go as they end. While the
  * slowdown lasts, restarts are paced ({@link LateProbes.paceEnd}) so that the calls' ends spread out.
  */
 export class LateProbes {
-  /** Units of capacity granted beyond the limit for these probes (0 to MAX_LATE_PROBES). */
+  /** Units of capacity granted beyond the limit for these probes (0 to `maxLateProbes(limit)`). */
   extra = 0;
   /** Units freed by late calls in a slowdown, held back to pace the restarts (see {@link paceEnd}). */
   held = 0;
@@ -44,11 +60,12 @@ export class LateProbes {
   #blocked = false;
 
   /**
-   * Every call in flight is late at `now`; `full`: the limiter is exactly full (in flight equals the
-   * capacity: a probe gets the one unit it adds at once, so their starts stay staggered).
+   * Every call in flight is late at `now` under a limit of `limit`; `full`: the limiter is exactly
+   * full (in flight equals the capacity: a probe gets the one unit it adds at once, so their starts
+   * stay staggered).
    * @returns whether one more probe is allowed now (`extra` counts it).
    */
-  allLate(now: number, full: boolean): boolean {
+  allLate(now: number, full: boolean, limit: number): boolean {
     if (this.extra > 0 && now - this.#since >= LATE_PROBES_FOR_MS) {
       this.#recovered = true;
       this.#blocked = true;
@@ -58,8 +75,11 @@ export class LateProbes {
       this.#blocked ||
       this.#recovered ||
       !full ||
-      this.extra >= MAX_LATE_PROBES ||
-      now - this.#at < LATE_PROBE_SPACING_MS
+      this.extra >= maxLateProbes(limit) ||
+      now - this.#at <
+        (limit + this.extra < LATE_PROBE_CAPACITY
+          ? LATE_PROBE_SPACING_MS / 2
+          : LATE_PROBE_SPACING_MS)
     ) {
       return false;
     }

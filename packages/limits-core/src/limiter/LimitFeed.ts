@@ -260,7 +260,11 @@ export class LimitFeed {
       this.#dispatch();
     }
     // Every call in flight is late: one more probe, staggered (see LateProbes).
-    if (inflight > 0 && late.tracked === 0 && this.probes?.allLate(now, this.#full()) === true) {
+    if (
+      inflight > 0 &&
+      late.tracked === 0 &&
+      this.probes?.allLate(now, this.#full(), this.limit) === true
+    ) {
       this.#onLimit(this.limit);
       this.#dispatch();
     }
