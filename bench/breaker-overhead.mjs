@@ -12,6 +12,11 @@
 //                                                (--reps=n rounds, default 3; --quick 1)
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/breaker-overhead.mjs --profile=guard:seq [--seconds=3]
 //                                                one cell, in this process, for profiling
+//   LIMITS_BENCH_OTHER_BREAKER=/tmp/old/packages/limits-breaker node bench/breaker-overhead.mjs \
+//     --only=guard,guard-timeout,other-guard,other-guard-timeout --modes=seq,burst
+//                                                another build of limits-breaker (a worktree of an
+//                                                older commit, built) measured in the same run,
+//                                                interleaved: contenders other-guard, other-guard-timeout
 //
 // Needs the built packages: npx -y pnpm@12.4.2 -r --filter "./packages/**" run build
 //
@@ -25,7 +30,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   BATCH,
   buildState,
@@ -54,8 +59,34 @@ import {
 const load = {
   cockatiel: () => import('cockatiel'),
   guard: async () => (await import('limits-breaker')).guard,
+  otherGuard: async () => {
+    const dir = path.resolve(OTHER_BREAKER);
+    const { exports } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    const main = typeof exports === 'string' ? exports : (exports['.'].import ?? exports['.']);
+    const file = path.join(dir, typeof main === 'string' ? main : main.default);
+    return (await import(pathToFileURL(file).href)).guard;
+  },
   opossum: async () => (await import('opossum')).default,
 };
+
+/** Another build's limits-breaker package directory (env: the forked cell processes inherit it). */
+const OTHER_BREAKER = process.env.LIMITS_BENCH_OTHER_BREAKER;
+
+/**
+ * The other build's guard with a timeout of `timeoutMs` (or none). Builds before issue 10 call the
+ * option `timeout` and ignore unknown keys; later ones refuse `timeout`: try the old name first.
+ */
+async function otherGuardContender(timeoutMs) {
+  const guard = await load.otherGuard();
+  const limit = { limit: LIMIT, maxQueued: MAX_QUEUED };
+  let g;
+  try {
+    g = guard(task, { timeout: timeoutMs, limit });
+  } catch {
+    g = guard(task, { timeoutMs, limit });
+  }
+  return guardCell(g);
+}
 
 /** maxQueued of the guard's limiter and queue of cockatiel's bulkhead (room for 10,000 − 64 waiters). */
 const MAX_QUEUED = 20_000;
@@ -78,7 +109,11 @@ const MODES = {
 
 async function guardContender(options) {
   const guard = await load.guard();
-  const g = guard(task, options);
+  return guardCell(guard(task, options));
+}
+
+/** The cell of guard `g`. */
+function guardCell(g) {
   let fallbacks = 0;
   g.on('fallback', () => fallbacks++); // only reached on a failure; proves there was none
   return {
@@ -218,6 +253,20 @@ const CONTENDERS = [
     create: () =>
       guardContender({ timeoutMs: TIMEOUT_MS, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
   },
+  ...(OTHER_BREAKER === undefined
+    ? []
+    : [
+        {
+          id: 'other-guard',
+          name: `other build's guard() timeout off, limit 64 (${OTHER_BREAKER})`,
+          create: () => otherGuardContender(false),
+        },
+        {
+          id: 'other-guard-timeout',
+          name: `other build's guard() timeout 10000, limit 64 (${OTHER_BREAKER})`,
+          create: () => otherGuardContender(TIMEOUT_MS),
+        },
+      ]),
 ];
 const REFERENCES = [
   { id: 'opossum', label: '× opossum (no timeout)' },

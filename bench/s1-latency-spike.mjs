@@ -4,6 +4,8 @@
 //   node bench/s1-latency-spike.mjs --rounds=5      more rounds
 //   node bench/s1-latency-spike.mjs --quick         1 round, 2 s + 3 s + 2 s (smoke test)
 //   node bench/s1-latency-spike.mjs --only=vegas,static
+//   node bench/s1-latency-spike.mjs --only=vegas+breaker --spike-s=8.25   another spike length (the
+//                                                   recovery's phase against timers that repeat)
 //
 // Three processes on 127.0.0.1 per run (examples/latency-spike/: downstream.mjs, app.mjs, and this
 // process as the open-loop load generator, scenario.mjs): the app has a worker budget (200 in flight
@@ -24,7 +26,10 @@ const only = args
   ?.slice(7)
   .split(',');
 const strategies = only ?? STRATEGIES;
-const phases = quick ? { beforeS: 2, spikeS: 3, afterS: 2 } : { beforeS: 5, spikeS: 8, afterS: 8 };
+const spikeS = Number(args.find((a) => a.startsWith('--spike-s='))?.slice(10) ?? (quick ? 3 : 8));
+if (!(spikeS > 0))
+  throw new RangeError(`--spike-s must be a positive number of seconds, got ${spikeS}`);
+const phases = quick ? { beforeS: 2, spikeS, afterS: 2 } : { beforeS: 5, spikeS, afterS: 8 };
 
 const byStrategy = new Map(strategies.map((s) => [s, []]));
 for (let r = 0; r < rounds; r++) {
