@@ -35,10 +35,11 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * 3 s later. So while every call in flight is late (and the limiter is full), one more call is let
  * through, at most once per {@link LATE_PROBE_SPACING_MS} (half that while the capacity is under
  * {@link LATE_PROBE_CAPACITY}) and never more than {@link maxLateProbes} beyond the limit: their starts
- * are staggered through the slowdown, and one of them sees the recovery within about a second. Once a call comes back on time (before it was late), no new one
- * starts, the late calls still out (and those reported late afterwards that started before that
- * answer) are written off ({@link LateProbes.writeOff}), and the extra units go as they end. While the
- * slowdown lasts, restarts are paced ({@link LateProbes.paceEnd}) so that the calls' ends spread out.
+ * are staggered through the slowdown, and one of them sees the recovery within about a second. Once a
+ * call comes back on time (before it was late), no new one starts, the late calls still out (and those
+ * reported late afterwards that started before that answer) are written off
+ * ({@link LateProbes.writeOff}), and the extra units go as they end. While the slowdown lasts,
+ * restarts are paced ({@link LateProbes.paceEnd}) so that the calls' ends spread out.
  */
 export class LateProbes {
   /** Units of capacity granted beyond the limit for these probes (0 to `maxLateProbes(limit)`). */
