@@ -10,6 +10,11 @@
 //   node bench/instructions.mjs --breaker=/tmp/old/packages/limits-breaker   another build (below)
 //   node bench/instructions.mjs --semi-space=64         V8's young generation fixed at 64 MB
 //   node bench/instructions.mjs --burst=9000            bursts of 9,000 calls instead of 10,000
+//   node bench/instructions.mjs --cells=guard:seq --cache-sim
+//                                                       also data reads, writes, and simulated
+//                                                       first-level and last-level data cache misses
+//                                                       per call (cachegrind's model of this CPU's
+//                                                       caches; slower)
 //   node bench/instructions.mjs --cells=guard:seq --functions=30
 //                                                       also the 30 functions with the most
 //                                                       instructions per call (callgrind; slower)
@@ -52,6 +57,7 @@ const TIMEOUT_MS = 10_000;
 
 const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BURST = Number(arg('burst') ?? 10_000);
+const CACHE_SIM = process.argv.includes('--cache-sim');
 const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'limits-breaker'));
 
 /** The packages of the build under test: limits-breaker, and the limits-core it resolves. */
@@ -163,7 +169,11 @@ function run(cell, calls, byFunction) {
   const out = path.join(dir, 'callgrind.out');
   const tool = byFunction
     ? ['--tool=callgrind', '--dump-instr=yes', `--callgrind-out-file=${out}`]
-    : ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null'];
+    : [
+        '--tool=cachegrind',
+        `--cache-sim=${CACHE_SIM ? 'yes' : 'no'}`,
+        '--cachegrind-out-file=/dev/null',
+      ];
   let report;
   try {
     // valgrind reports on stderr: keep it, drop the child's stdout.
@@ -176,6 +186,18 @@ function run(cell, calls, byFunction) {
     const m = report.match(/I\s+refs:\s+([\d,]+)/);
     if (m === null) throw new Error(`no instruction count for ${cell}:\n${report}`);
     const total = Number(m[1].replaceAll(',', ''));
+    if (CACHE_SIM) {
+      const count = (label) =>
+        Number(
+          report.match(new RegExp(`${label}:\\s+([\\d,]+)`))?.[1].replaceAll(',', '') ?? Number.NaN,
+        );
+      return {
+        total,
+        dRefs: count('D\\s+refs'),
+        d1Misses: count('D1\\s+misses'),
+        lldMisses: count('LLd\\s+misses'),
+      };
+    }
     if (!byFunction) return { total };
     const pid = report.match(/^==(\d+)==/m)?.[1];
     const mapFile = `/tmp/perf-${pid}.map`; // where V8's --perf-basic-prof writes it
@@ -292,7 +314,13 @@ if (childCell !== undefined) {
     const made = CALLS.map((n) => (cell.endsWith(':burst') ? Math.ceil(n / BURST) * BURST : n));
     const [a, b] = CALLS.map((n) => run(cell, n, top > 0));
     const per = made[1] - made[0];
-    console.log(`${cell.padEnd(20)} ${Math.round((b.total - a.total) / per)}`);
+    const line = `${cell.padEnd(20)} ${Math.round((b.total - a.total) / per)}`;
+    if (CACHE_SIM) {
+      const d = (k) => ((b[k] - a[k]) / per).toFixed(k === 'dRefs' ? 0 : 2);
+      console.log(
+        `${line}  data refs ${d('dRefs')}, D1 misses ${d('d1Misses')}, LLd misses ${d('lldMisses')}`,
+      );
+    } else console.log(line);
     if (top > 0) {
       const rows = [...b.functions]
         .map(([name, ir]) => [name, (ir - (a.functions.get(name) ?? 0)) / per])
