@@ -17,7 +17,9 @@
 //                                                       caches; slower)
 //   node bench/instructions.mjs --cells=guard:seq --functions=30
 //                                                       also the 30 functions with the most
-//                                                       instructions per call (callgrind; slower)
+//                                                       instructions per call (callgrind; slower);
+//                                                       with --cache-sim, the most first-level data
+//                                                       cache misses per call
 //
 // Another commit's build: `git worktree add /tmp/old <commit>`, then in /tmp/old
 // `npx -y pnpm@12.4.2 install --frozen-lockfile && npx -y pnpm@12.4.2 -r --filter "./packages/**" run build`;
@@ -168,7 +170,12 @@ function run(cell, calls, byFunction) {
   const dir = mkdtempSync(path.join(tmpdir(), 'limits-instr-'));
   const out = path.join(dir, 'callgrind.out');
   const tool = byFunction
-    ? ['--tool=callgrind', '--dump-instr=yes', `--callgrind-out-file=${out}`]
+    ? [
+        '--tool=callgrind',
+        '--dump-instr=yes',
+        `--callgrind-out-file=${out}`,
+        ...(CACHE_SIM ? ['--cache-sim=yes'] : []),
+      ]
     : [
         '--tool=cachegrind',
         `--cache-sim=${CACHE_SIM ? 'yes' : 'no'}`,
@@ -186,7 +193,7 @@ function run(cell, calls, byFunction) {
     const m = report.match(/I\s+refs:\s+([\d,]+)/);
     if (m === null) throw new Error(`no instruction count for ${cell}:\n${report}`);
     const total = Number(m[1].replaceAll(',', ''));
-    if (CACHE_SIM) {
+    if (CACHE_SIM && !byFunction) {
       const count = (label) =>
         Number(
           report.match(new RegExp(`${label}:\\s+([\\d,]+)`))?.[1].replaceAll(',', '') ?? Number.NaN,
@@ -256,7 +263,14 @@ function selfByFunction(callgrind, perfMap) {
   let ob = '';
   let addr = 0;
   let callCost = false;
+  // The events summed: instructions (the first), or with --cache-sim the first-level data misses.
+  let columns = [0];
   for (const line of callgrind.split('\n')) {
+    if (line.startsWith('events:')) {
+      const events = line.slice(7).trim().split(/\s+/);
+      if (CACHE_SIM) columns = ['D1mr', 'D1mw'].map((e) => events.indexOf(e)).filter((i) => i >= 0);
+      continue;
+    }
     const named = line.match(/^(c?)(fn|ob|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$/);
     if (named !== null) {
       // `fn`/`cfn` share one table of compressed names, as do `ob`/`cob`; a `c…` line names a callee
@@ -281,9 +295,11 @@ function selfByFunction(callgrind, perfMap) {
       callCost = true;
       continue;
     }
-    const cost = line.match(/^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)/);
+    const cost = line.match(/^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d[\d ]*)$/);
     if (cost === null) continue;
-    const [, at, ir] = cost;
+    const [, at, counts] = cost;
+    const values = counts.split(' ');
+    const ir = columns.reduce((sum, i) => sum + Number(values[i] ?? 0), 0);
     if (at.startsWith('0x')) addr = Number.parseInt(at, 16);
     else if (at !== '*') addr += Number(at);
     if (callCost) {
@@ -315,7 +331,7 @@ if (childCell !== undefined) {
     const [a, b] = CALLS.map((n) => run(cell, n, top > 0));
     const per = made[1] - made[0];
     const line = `${cell.padEnd(20)} ${Math.round((b.total - a.total) / per)}`;
-    if (CACHE_SIM) {
+    if (CACHE_SIM && top === 0) {
       const d = (k) => ((b[k] - a[k]) / per).toFixed(k === 'dRefs' ? 0 : 2);
       console.log(
         `${line}  data refs ${d('dRefs')}, D1 misses ${d('d1Misses')}, LLd misses ${d('lldMisses')}`,
@@ -326,7 +342,9 @@ if (childCell !== undefined) {
         .map(([name, ir]) => [name, (ir - (a.functions.get(name) ?? 0)) / per])
         .sort((x, y) => y[1] - x[1])
         .slice(0, top);
-      for (const [name, ir] of rows) console.log(`  ${ir.toFixed(0).padStart(6)}  ${name}`);
+      if (CACHE_SIM) console.log('  (first-level data cache misses per call, by function)');
+      for (const [name, ir] of rows)
+        console.log(`  ${ir.toFixed(CACHE_SIM ? 2 : 0).padStart(7)}  ${name}`);
     }
   }
 }
