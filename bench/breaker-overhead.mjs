@@ -30,7 +30,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import {
   BATCH,
   buildState,
@@ -40,11 +40,13 @@ import {
   cpuMicros,
   fmt,
   gitState,
+  guardOfAnyBuild,
   headerLines,
   LIMIT,
   machineBusy,
   measureCells,
   median,
+  packageEntryUrl,
   packageInfo,
   plan,
   runBatches,
@@ -59,33 +61,17 @@ import {
 const load = {
   cockatiel: () => import('cockatiel'),
   guard: async () => (await import('limits-breaker')).guard,
-  otherGuard: async () => {
-    const dir = path.resolve(OTHER_BREAKER);
-    const { exports } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
-    const main = typeof exports === 'string' ? exports : (exports['.'].import ?? exports['.']);
-    const file = path.join(dir, typeof main === 'string' ? main : main.default);
-    return (await import(pathToFileURL(file).href)).guard;
-  },
+  otherGuard: async () => (await import(packageEntryUrl(path.resolve(OTHER_BREAKER)))).guard,
   opossum: async () => (await import('opossum')).default,
 };
 
 /** Another build's limits-breaker package directory (env: the forked cell processes inherit it). */
 const OTHER_BREAKER = process.env.LIMITS_BENCH_OTHER_BREAKER;
 
-/**
- * The other build's guard with a timeout of `timeoutMs` (or none). Builds before issue 10 call the
- * option `timeout` and ignore unknown keys; later ones refuse `timeout`: try the old name first.
- */
+/** The other build's guard with a timeout of `timeoutMs` (or none), limit 64. */
 async function otherGuardContender(timeoutMs) {
-  const guard = await load.otherGuard();
   const limit = { limit: LIMIT, maxQueued: MAX_QUEUED };
-  let g;
-  try {
-    g = guard(task, { timeout: timeoutMs, limit });
-  } catch {
-    g = guard(task, { timeoutMs, limit });
-  }
-  return guardCell(g);
+  return guardCell(guardOfAnyBuild(await load.otherGuard(), task, timeoutMs, limit));
 }
 
 /** maxQueued of the guard's limiter and queue of cockatiel's bulkhead (room for 10,000 − 64 waiters). */

@@ -21,7 +21,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** Concurrency of every limited contender, and the number of workers in the workers mode. */
 export const LIMIT = 64;
@@ -675,6 +675,30 @@ export function median(xs) {
 
 /** `x` with `digits` decimals. */
 export const fmt = (x, digits = 1) => x.toFixed(digits);
+
+/**
+ * The file URL of the ESM entry (its `exports`) of the package in directory `dir`: for importing
+ * another build of a package (a worktree of an older commit).
+ */
+export function packageEntryUrl(dir) {
+  const { exports } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  const main = typeof exports === 'string' ? exports : (exports['.'].import ?? exports['.']);
+  return pathToFileURL(path.join(dir, typeof main === 'string' ? main : main.default)).href;
+}
+
+/**
+ * `guard(task, …)` of any build of limits-breaker, with `limit` (its own limiter's options) and a
+ * timeout of `timeoutMs` (or `false`). Builds before issue 10 call that option `timeout` and accept
+ * unknown keys silently; later ones refuse `timeout` (renamed `timeoutMs`): the old name is tried
+ * first.
+ */
+export function guardOfAnyBuild(guard, task, timeoutMs, limit) {
+  try {
+    return guard(task, { timeout: timeoutMs, limit });
+  } catch {
+    return guard(task, { timeoutMs, limit });
+  }
+}
 
 /** Yields one macrotask turn, as a server would between batches. */
 export const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve));

@@ -39,11 +39,10 @@
 // so its work per call depends on how many calls fit in 10 s of wall time, which valgrind slows ~50×.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { yieldToLoop } from './harness.mjs';
+import { fileURLToPath } from 'node:url';
+import { guardOfAnyBuild, packageEntryUrl, yieldToLoop } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CELLS = [
@@ -64,28 +63,11 @@ const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'l
 
 /** The packages of the build under test: limits-breaker, and the limits-core it resolves. */
 async function load() {
-  const require = createRequire(import.meta.url);
   const corePkg = realpathSync(path.join(breakerDir, 'node_modules', 'limits-core'));
-  const entry = (dir) => {
-    const { exports } = require(path.join(dir, 'package.json'));
-    const main = typeof exports === 'string' ? exports : (exports['.'].import ?? exports['.']);
-    return pathToFileURL(path.join(dir, typeof main === 'string' ? main : main.default)).href;
+  return {
+    breaker: await import(packageEntryUrl(breakerDir)),
+    core: await import(packageEntryUrl(corePkg)),
   };
-  return { breaker: await import(entry(breakerDir)), core: await import(entry(corePkg)) };
-}
-
-/**
- * A guard with a fixed limit of 64. Builds before issue 10 call the timeout option `timeout` and
- * accept unknown keys silently; later ones refuse `timeout` (renamed `timeoutMs`): try the old name.
- */
-function makeGuard(guard, timeoutMs) {
-  const task = async () => 1;
-  const limit = { limit: 64, maxQueued: 20_000 };
-  try {
-    return guard(task, { timeout: timeoutMs, limit });
-  } catch {
-    return guard(task, { timeoutMs, limit });
-  }
 }
 
 /** `calls` calls of `fire`, one at a time (seq) or BURST at once, each burst awaited (burst). */
@@ -103,7 +85,10 @@ async function fireCalls(fire, shape, calls) {
 }
 
 async function guardCell(breaker, timed, shape, calls) {
-  const g = makeGuard(breaker.guard, timed ? TIMEOUT_MS : false);
+  const g = guardOfAnyBuild(breaker.guard, async () => 1, timed ? TIMEOUT_MS : false, {
+    limit: 64,
+    maxQueued: 20_000,
+  });
   await fireCalls(() => g.fire(), shape, calls);
   if (g.limiter.inflight !== 0 || g.limiter.queued !== 0) throw new Error('guard not idle');
   await g.shutdown();
