@@ -11,12 +11,18 @@ afterEach(async () => {
 });
 
 /**
+ * The real `process.nextTick`, taken when the file loads: read inside a test it could be a spy left
+ * by an earlier one (vi.spyOn on a spied method reuses that spy), and calling it from the new spy
+ * then recursed until the stack overflowed.
+ */
+const realNextTick = process.nextTick;
+
+/**
  * Errors that would be uncaught without load shedding stay uncaught with it; these tests catch them
  * where they surface (the request listener's caller, or the next tick) instead of crashing the run.
  */
 function captureNextTickErrors(): unknown[] {
   const errors: unknown[] = [];
-  const original = process.nextTick;
   vi.spyOn(process, 'nextTick').mockImplementation(((
     fn: (...a: unknown[]) => void,
     ...args: unknown[]
@@ -25,7 +31,7 @@ function captureNextTickErrors(): unknown[] {
       errors.push(args[0]);
       return;
     }
-    original(fn, ...args);
+    realNextTick(fn, ...args);
   }) as typeof process.nextTick);
   return errors;
 }

@@ -16,6 +16,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type LoadShedOptions, loadShed, type ShedError, shedResponse } from '../src/index.js';
 import { deferred, listen, nextEvent } from './loadShedSupport.js';
 
+/** The real `process.nextTick`, taken when the file loads (inside a test it could be an earlier spy). */
+const realNextTick = process.nextTick;
+
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -402,7 +405,6 @@ describe('loadShed when the quota rejects', () => {
 
   it('answers a wrapped node:http handler 500 and rethrows the error on the next tick', async () => {
     const errors: unknown[] = [];
-    const original = process.nextTick;
     vi.spyOn(process, 'nextTick').mockImplementation(((
       fn: (...a: unknown[]) => void,
       ...args: unknown[]
@@ -411,7 +413,7 @@ describe('loadShed when the quota rejects', () => {
         errors.push(args[0]);
         return;
       }
-      original(fn, ...args);
+      realNextTick(fn, ...args);
     }) as typeof process.nextTick);
     const handler = vi.fn((_req: IncomingMessage, res: ServerResponse) => res.end('ok'));
     const wrapped = loadShed({ limiter: new Limiter({ limit: 10 }), quota: throwing() }).wrap(
