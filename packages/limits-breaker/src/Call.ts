@@ -75,8 +75,8 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   /** Clock ms when the action started (for the latency window). */
   start = 0;
   /**
-   * Clock ms when `fire()` was called: the call's `timeoutMs` budget (queue wait + execution) runs
-   * from here. Set only with a timeout; equal to `start` for a call granted its permit at once.
+   * Clock ms when `fire()` was called, rounded up to a whole ms (see `InFlightCalls.budget`): the
+   * call's `timeoutMs` budget (queue wait + execution) runs from here. Set only with a timeout.
    */
   fired = 0;
   /**
