@@ -33,6 +33,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import {
   BATCH,
+  BURST_LABEL,
   buildState,
   cellStats,
   contender,
@@ -89,7 +90,7 @@ const TIMEOUT_MS = 10_000;
 
 const MODES = {
   seq: 'sequential',
-  burst: '10,000 at once',
+  burst: BURST_LABEL,
   workers: '64 workers',
 };
 

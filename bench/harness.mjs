@@ -25,8 +25,25 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** Concurrency of every limited contender, and the number of workers in the workers mode. */
 export const LIMIT = 64;
-/** Calls per batch (and calls issued at once in the burst mode). */
-export const BATCH = 10_000;
+/**
+ * Calls per batch (and calls issued at once in the burst mode): 10,000, or `LIMITS_BENCH_BATCH` (an
+ * integer from 1,000 to 20,000; the child processes inherit it). A burst's cost depends on where V8's
+ * young-generation collections fall within it, which the burst's size moves: timing a few sizes
+ * around 10,000 tells a build's cost from that phase.
+ */
+export const BATCH = batchSize(process.env.LIMITS_BENCH_BATCH);
+
+function batchSize(value) {
+  if (value === undefined || value === '') return 10_000;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1_000 || n > 20_000) {
+    throw new RangeError(`LIMITS_BENCH_BATCH must be an integer from 1000 to 20000, got ${value}`);
+  }
+  return n;
+}
+
+/** The burst mode's name in the reports, e.g. "10,000 at once". */
+export const BURST_LABEL = `${BATCH.toLocaleString('en-US')} at once`;
 
 // ---------------------------------------------------------------------------------------------
 // The floor.

@@ -15,11 +15,15 @@
 //                                                       first-level and last-level data cache misses
 //                                                       per call (cachegrind's model of this CPU's
 //                                                       caches; slower)
+//   node bench/instructions.mjs --cells=guard:burst --branch-sim
+//                                                       also conditional and indirect branches and
+//                                                       their simulated mispredictions per call
 //   node bench/instructions.mjs --cells=guard:seq --functions=30
 //                                                       also the 30 functions with the most
 //                                                       instructions per call (callgrind; slower);
 //                                                       with --cache-sim, the most first-level data
-//                                                       cache misses per call
+//                                                       cache misses per call; with --branch-sim,
+//                                                       the most mispredicted branches per call
 //
 // Another commit's build: `git worktree add /tmp/old <commit>`, then in /tmp/old
 // `npx -y pnpm@12.4.2 install --frozen-lockfile && npx -y pnpm@12.4.2 -r --filter "./packages/**" run build`;
@@ -59,6 +63,7 @@ const TIMEOUT_MS = 10_000;
 const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BURST = Number(arg('burst') ?? 10_000);
 const CACHE_SIM = process.argv.includes('--cache-sim');
+const BRANCH_SIM = process.argv.includes('--branch-sim');
 const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'limits-breaker'));
 
 /** The packages of the build under test: limits-breaker, and the limits-core it resolves. */
@@ -160,10 +165,12 @@ function run(cell, calls, byFunction) {
         '--dump-instr=yes',
         `--callgrind-out-file=${out}`,
         ...(CACHE_SIM ? ['--cache-sim=yes'] : []),
+        ...(BRANCH_SIM ? ['--branch-sim=yes'] : []),
       ]
     : [
         '--tool=cachegrind',
         `--cache-sim=${CACHE_SIM ? 'yes' : 'no'}`,
+        ...(BRANCH_SIM ? ['--branch-sim=yes'] : []),
         '--cachegrind-out-file=/dev/null',
       ];
   let report;
@@ -178,7 +185,7 @@ function run(cell, calls, byFunction) {
     const m = report.match(/I\s+refs:\s+([\d,]+)/);
     if (m === null) throw new Error(`no instruction count for ${cell}:\n${report}`);
     const total = Number(m[1].replaceAll(',', ''));
-    if (CACHE_SIM && !byFunction) {
+    if ((CACHE_SIM || BRANCH_SIM) && !byFunction) {
       const count = (label) =>
         Number(
           report.match(new RegExp(`${label}:\\s+([\\d,]+)`))?.[1].replaceAll(',', '') ?? Number.NaN,
@@ -188,6 +195,15 @@ function run(cell, calls, byFunction) {
         dRefs: count('D\\s+refs'),
         d1Misses: count('D1\\s+misses'),
         lldMisses: count('LLd\\s+misses'),
+        branches: count('Branches'),
+        mispredicts: count('Mispredicts'),
+        // "Mispredicts: n (c cond + i ind)": the indirect ones (calls through a register, such as
+        // V8's dispatch to builtins and inline-cache stubs) are the ones a polymorphic site adds.
+        indirectMispredicts: Number(
+          report
+            .match(/Mispredicts:\s+[\d,]+\s+\(\s*[\d,]+ cond \+\s+([\d,]+) ind\)/)?.[1]
+            .replaceAll(',', '') ?? Number.NaN,
+        ),
       };
     }
     if (!byFunction) return { total };
@@ -248,12 +264,15 @@ function selfByFunction(callgrind, perfMap) {
   let ob = '';
   let addr = 0;
   let callCost = false;
-  // The events summed: instructions (the first), or with --cache-sim the first-level data misses.
+  // The events summed: instructions (the first), or with --cache-sim the first-level data misses,
+  // or with --branch-sim the mispredicted conditional and indirect branches.
   let columns = [0];
   for (const line of callgrind.split('\n')) {
     if (line.startsWith('events:')) {
       const events = line.slice(7).trim().split(/\s+/);
       if (CACHE_SIM) columns = ['D1mr', 'D1mw'].map((e) => events.indexOf(e)).filter((i) => i >= 0);
+      else if (BRANCH_SIM)
+        columns = ['Bcm', 'Bim'].map((e) => events.indexOf(e)).filter((i) => i >= 0);
       continue;
     }
     const named = line.match(/^(c?)(fn|ob|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$/);
@@ -316,20 +335,28 @@ if (childCell !== undefined) {
     const [a, b] = CALLS.map((n) => run(cell, n, top > 0));
     const per = made[1] - made[0];
     const line = `${cell.padEnd(20)} ${Math.round((b.total - a.total) / per)}`;
+    const d = (k) => ((b[k] - a[k]) / per).toFixed(k === 'dRefs' || k === 'branches' ? 0 : 2);
+    const extra = [];
     if (CACHE_SIM && top === 0) {
-      const d = (k) => ((b[k] - a[k]) / per).toFixed(k === 'dRefs' ? 0 : 2);
-      console.log(
-        `${line}  data refs ${d('dRefs')}, D1 misses ${d('d1Misses')}, LLd misses ${d('lldMisses')}`,
+      extra.push(
+        `data refs ${d('dRefs')}, D1 misses ${d('d1Misses')}, LLd misses ${d('lldMisses')}`,
       );
-    } else console.log(line);
+    }
+    if (BRANCH_SIM && top === 0) {
+      extra.push(
+        `branches ${d('branches')}, mispredicted ${d('mispredicts')} (indirect ${d('indirectMispredicts')})`,
+      );
+    }
+    console.log(extra.length === 0 ? line : `${line}  ${extra.join('; ')}`);
     if (top > 0) {
       const rows = [...b.functions]
         .map(([name, ir]) => [name, (ir - (a.functions.get(name) ?? 0)) / per])
         .sort((x, y) => y[1] - x[1])
         .slice(0, top);
       if (CACHE_SIM) console.log('  (first-level data cache misses per call, by function)');
+      else if (BRANCH_SIM) console.log('  (mispredicted branches per call, by function)');
       for (const [name, ir] of rows)
-        console.log(`  ${ir.toFixed(CACHE_SIM ? 2 : 0).padStart(7)}  ${name}`);
+        console.log(`  ${ir.toFixed(CACHE_SIM || BRANCH_SIM ? 2 : 0).padStart(7)}  ${name}`);
     }
   }
 }

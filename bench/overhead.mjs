@@ -20,6 +20,7 @@ import { Limiter, VegasLimit } from 'limits-core';
 import pLimit from 'p-limit';
 import {
   BATCH,
+  BURST_LABEL,
   buildState,
   cellStats,
   cpuInfo,
@@ -67,7 +68,7 @@ const LIMITER_QUEUE = detectLimiterQueue();
 
 const MODES = {
   seq: 'sequential (await one at a time)',
-  burst: 'concurrent: 10,000 at once, Promise.all',
+  burst: `concurrent: ${BURST_LABEL}, Promise.all`,
   workers: 'concurrent: 64 workers loop until 10,000 done',
 };
 
