@@ -133,6 +133,21 @@ describe('bounded queue', () => {
     held?.success();
   });
 
+  test('a waiter that arrived at a fraction of a ms is timed from the whole ms before (it leaves up to 1 ms sooner, never later)', async () => {
+    // (The arrival is kept as a whole number, which V8 stores without a boxed number per waiter.)
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: 1, maxQueued: 10, maxQueueWaitMs: 50, clock });
+    const held = limiter.tryAcquire() as Permit;
+    await clock.advance(0.75);
+    const expired: ExpireEvent[] = [];
+    limiter.on('expire', (e) => expired.push(e));
+    const waiter = track(limiter.acquire());
+    await clock.advance(49.25); // 50 ms after 0, 49.25 after the arrival
+    expect(waiter.settled).toBe(true);
+    expect((waiter.error as LimitExceededError).reason).toBe('expired');
+    expect(expired.map((e) => e.waitedMs)).toEqual([50]);
+    held.success();
+  });
   test('waiters with out-of-order deadlines each leave at their own time', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock, initialServiceMs: 0 });

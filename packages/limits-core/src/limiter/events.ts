@@ -26,7 +26,8 @@ export interface AcquireEvent {
   capacity: number;
   /**
    * Ms the request waited in the queue (0 when admitted at once; `NaN` when the wait was not timed;
-   * arrival read per synchronous run in the case `LimiterSnapshot.oldestQueuedMs` describes).
+   * arrival read per synchronous run in the case `LimiterSnapshot.oldestQueuedMs` describes). The
+   * arrival is kept rounded down to a whole ms, so a wait reads up to 1 ms long.
    */
   waitedMs: number;
 }
@@ -73,7 +74,7 @@ export interface ExpireEvent {
   reason: 'expired';
   /** Units it asked for. */
   cost: number;
-  /** How long it waited, in ms. */
+  /** How long it waited, in ms (up to 1 ms long: the arrival is kept rounded down to a whole ms). */
   waitedMs: number;
 }
 
