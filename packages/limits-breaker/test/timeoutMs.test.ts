@@ -140,6 +140,28 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  test('with a clock that reads fractions of a ms, the budget runs from the next whole ms: up to 1 ms late, never early', async () => {
+    // (The fire time is kept as a whole number, which V8 stores without a boxed number per call.)
+    const halfClock = { ...clock, now: () => Date.now() + 0.5 };
+    const gate = deferred<string>();
+    const g = guard(() => gate.promise, { CircuitBreaker, clock: halfClock, timeoutMs: 100 });
+    let answered = false;
+    const call = g.fire().then(
+      () => 'resolved',
+      (e: unknown) => {
+        answered = true;
+        return e;
+      },
+    );
+    // Fired at 0.5 ms: the budget runs from 1 ms and ends at 101 ms, where the exact end is 100.5.
+    await vi.advanceTimersByTimeAsync(100);
+    expect(answered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(answered).toBe(true);
+    expect(await call).toBeInstanceOf(CallTimeoutError);
+    gate.resolve('late');
+    await g.shutdown();
+  });
   test('a HALF_OPEN trial whose budget runs out while queued frees its trial slot and does not re-open the circuit', async () => {
     const { limiter, held, g, trial } = await queuedTrial(1);
     expect(limiter.queued).toBe(1);
