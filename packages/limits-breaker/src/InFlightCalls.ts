@@ -48,11 +48,12 @@ export class InFlightCalls implements HoldOwner {
 
   /**
    * With a timeout only, at `fire()`: the call's budget starts now (its one clock read, which is also
-   * its start time if it is granted at once) and it enters the timeout list, whatever the limiter
-   * answers next.
-   * Primes the own limiter's `FireClock` with that reading.
+   * its start time if it is granted at once: see {@link InFlightCalls.track}) and it enters the
+   * timeout list, whatever the limiter answers next. Primes the own limiter's `FireClock` with that
+   * reading.
+   * @returns the budget's start (the clock, never before an earlier call's).
    */
-  budget(call: Call): void {
+  budget(call: Call): number {
     const now = this.#clock.now();
     const fired = Math.max(now, this.#lastStart);
     this.#lastStart = fired;
@@ -61,22 +62,24 @@ export class InFlightCalls implements HoldOwner {
     // the queue (with 10,000 queued, more for every young-generation collection to copy). The budget
     // then ends up to 1 ms late, within the timer's own granularity.
     call.fired = Math.ceil(fired);
-    call.start = fired;
     (this.#timeouts as TimeoutList).add(call);
     this.#fireClock?.prime(now);
+    return fired;
   }
 
   /**
-   * Lists a started call as in flight. Its start time is read now if it waited in the limiter's queue
-   * (`waited`) or there is no timeout; a call granted at once with a timeout started at its fire time.
+   * Lists a started call as in flight, with its start time: a call granted at once with a timeout
+   * started at `fired`, its budget's start; otherwise (it waited in the limiter's queue, or there is
+   * no timeout, or `fired` is `NaN`) the time is read now. (So a queued call holds no start time,
+   * another boxed number, while it waits.)
    */
-  track(call: Call, waited: boolean): void {
-    if (waited || this.#timeouts === undefined) {
+  track(call: Call, waited: boolean, fired: number): void {
+    if (waited || this.#timeouts === undefined || Number.isNaN(fired)) {
       const fresh = this.freshNow;
       const start = Number.isNaN(fresh) ? this.#clock.now() : Math.max(fresh, this.#lastStart);
       this.#lastStart = start;
       call.start = start;
-    }
+    } else call.start = fired;
     this.#list.push(call);
   }
 

@@ -115,11 +115,11 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     const call = new Call(this, trial, args.length === 0 ? EMPTY_ARGS : args, circuit.episode);
     // The `timeoutMs` budget starts now, before any wait for a permit (the call leaves the timeout
     // list on every path: settled, refused, shed, dismissed, timed out, shut down).
-    if (this.#timeoutMs !== false) this.#calls.budget(call);
+    const fired = this.#timeoutMs === false ? Number.NaN : this.#calls.budget(call);
     // (The `acquire` option was checked at construction: this does not throw.)
     const permit = this.limiter.acquireWith(call, this.#acquire);
     this.#fireClock?.unprime();
-    if (permit !== undefined) return this.#start(call, permit) as Promise<R>;
+    if (permit !== undefined) return this.#start(call, permit, fired) as Promise<R>;
     const refusal = this.#refusal;
     if (refusal !== undefined) {
       // Refused at admission, before acquireWith returned (see `_refused`).
@@ -230,9 +230,9 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * Runs the action of `call` under `permit`. A call that waited in the queue already has its caller's
    * promise (`call.resolve`): it is answered through it, and this returns `undefined`. A call that got
    * its permit at once gets its promise here (returned), derived from the action's when there is no
-   * timeout to answer it earlier.
+   * timeout to answer it earlier. `fired`: its budget's start, for a timed call granted at once.
    */
-  #start(call: Call, permit: Permit): Promise<R> | undefined {
+  #start(call: Call, permit: Permit, fired = Number.NaN): Promise<R> | undefined {
     call.permit = permit;
     const queued = call.resolve !== noop;
     const args = call.args as A;
@@ -258,7 +258,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       return undefined;
     }
     if (!thenable) {
-      this.#calls.track(call, queued);
+      this.#calls.track(call, queued, fired);
       call.mark(CallFlag.ANSWERED);
       this.#settled(call, undefined, result);
       if (!queued) return Promise.resolve(result);
@@ -268,7 +268,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (this.#timeoutMs === false && !queued) {
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
-      this.#calls.track(call, queued);
+      this.#calls.track(call, queued, fired);
       call.mark(CallFlag.ANSWERED);
       return Promise.resolve(result).then(
         (value) => {
@@ -285,7 +285,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (!queued) {
       promise = callerPromise<R>(call);
     }
-    this.#calls.track(call, queued);
+    this.#calls.track(call, queued, fired);
     try {
       (result as PromiseLike<R>).then(
         (value) => this.#settled(call, undefined, value),
