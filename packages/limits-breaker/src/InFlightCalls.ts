@@ -68,13 +68,13 @@ export class InFlightCalls implements HoldOwner {
   }
 
   /**
-   * Lists a started call as in flight, with its start time: a call granted at once with a timeout
-   * started at `fired`, its budget's start; otherwise (it waited in the limiter's queue, or there is
-   * no timeout, or `fired` is `NaN`) the time is read now. (So a queued call holds no start time,
-   * another boxed number, while it waits.)
+   * Lists a started call as in flight, with its start time: `fired`, its budget's start, for a timed
+   * call granted at once in `fire()`; otherwise (`NaN`: it waited in the limiter's queue, or there is
+   * no timeout) the time is read now. (So a queued call holds no start time, another boxed number,
+   * while it waits.)
    */
-  track(call: Call, waited: boolean, fired: number): void {
-    if (waited || this.#timeouts === undefined || Number.isNaN(fired)) {
+  track(call: Call, fired: number): void {
+    if (Number.isNaN(fired)) {
       const fresh = this.freshNow;
       const start = Number.isNaN(fresh) ? this.#clock.now() : Math.max(fresh, this.#lastStart);
       this.#lastStart = start;

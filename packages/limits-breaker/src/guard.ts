@@ -230,7 +230,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * Runs the action of `call` under `permit`. A call that waited in the queue already has its caller's
    * promise (`call.resolve`): it is answered through it, and this returns `undefined`. A call that got
    * its permit at once gets its promise here (returned), derived from the action's when there is no
-   * timeout to answer it earlier. `fired`: its budget's start, for a timed call granted at once.
+   * timeout to answer it earlier. `fired`: the budget's start of a timed call granted in `fire()`.
    */
   #start(call: Call, permit: Permit, fired = Number.NaN): Promise<R> | undefined {
     call.permit = permit;
@@ -258,7 +258,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       return undefined;
     }
     if (!thenable) {
-      this.#calls.track(call, queued, fired);
+      this.#calls.track(call, fired);
       call.mark(CallFlag.ANSWERED);
       this.#settled(call, undefined, result);
       if (!queued) return Promise.resolve(result);
@@ -268,7 +268,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (this.#timeoutMs === false && !queued) {
       // Without a timeout the caller is answered exactly when the action settles: derive its promise
       // from the action's instead of making a second one.
-      this.#calls.track(call, queued, fired);
+      this.#calls.track(call, fired);
       call.mark(CallFlag.ANSWERED);
       return Promise.resolve(result).then(
         (value) => {
@@ -285,7 +285,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     if (!queued) {
       promise = callerPromise<R>(call);
     }
-    this.#calls.track(call, queued, fired);
+    this.#calls.track(call, fired);
     try {
       (result as PromiseLike<R>).then(
         (value) => this.#settled(call, undefined, value),
