@@ -157,6 +157,73 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
     for (let i = 0; i < 30; i++) expect(b.observe(s(50, 10, false, 200 + i), 10, 1)).toBe('none');
   });
 
+  test('a move within a quarter of the baseline is rechecked at half the limit, not deeper; a larger one at a quarter', () => {
+    // Issue 12, S1: with ±10 % jitter a normal probe now and then reads a move of 10–17 % (a median of
+    // 5 samples against the last one); its recheck dipped to a quarter of the limit (2 of 9) and
+    // refused about 14 calls of the load that had just come back.
+    const probeTo = (rtt: number) => {
+      const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2 });
+      let t = 0;
+      const until = (state: string, r: number, inflight: number) => {
+        for (let i = 0; i < 1000; i++, t += 10) {
+          if (b.observe(s(r, inflight, false, t), 10, 1) === state) return;
+        }
+        throw new Error(`no ${state}`);
+      };
+      until('dip', 50, 10); // the first probe, at half: baseline 50
+      until('end', 50, 5);
+      expect(b.value).toBe(50);
+      until('dip', 50, 10); // a normal probe, at three quarters of the limit
+      expect(b.dipLimit).toBe(7);
+      until('end', rtt, 7); // it reads a move to `rtt`
+      until('dip', rtt, 10); // the recheck, a round later
+      return { value: b.value, dip: b.dipLimit };
+    };
+    expect(probeTo(40)).toEqual({ value: 40, dip: 5 }); // −20 %: half the limit (was a quarter)
+    expect(probeTo(60)).toEqual({ value: 60, dip: 5 }); // +20 %: half the limit (was a quarter)
+    expect(probeTo(30)).toEqual({ value: 30, dip: 2 }); // −40 %, a collapse: a quarter, as before
+    expect(probeTo(80)).toEqual({ value: 80, dip: 2 }); // +60 %: a quarter, as before
+  });
+
+  test('a probe that comes due while the load leaves the limit well unused is open: no dip; it refreshes or lowers the baseline, never raises it', () => {
+    // Issue 12, S1: at half the limit a dip to half refused a cluster of calls of a healthy
+    // downstream (about 0.5 % of them).
+    const run = (rtt: number) => {
+      const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2 });
+      let t = 0;
+      const until = (state: string, r: number, inflight: number, appLimited: boolean) => {
+        for (let i = 0; i < 1000; i++, t += 10) {
+          if (b.observe(s(r, inflight, false, t), 10, 1, true, appLimited) === state) return;
+        }
+        throw new Error(`no ${state}`);
+      };
+      until('dip', 50, 10, false); // the first probe (the load used the limit): a dip to half
+      expect(b.open).toBe(false);
+      expect(b.dipLimit).toBe(5);
+      until('end', 50, 5, false);
+      until('dip', 50, 4, true); // due while 4 of 10 are used: open
+      const open = { open: b.open, dipLimit: b.dipLimit };
+      until('end', rtt, 4, true);
+      const value = b.value;
+      until('dip', rtt, 4, true); // the next probe
+      return { open, value, next: { open: b.open, dipLimit: b.dipLimit } };
+    };
+    // Within ±10 %: refreshed to the median, and the next one is open again (a normal spacing).
+    expect(run(52)).toEqual({
+      open: { open: true, dipLimit: Infinity },
+      value: 52,
+      next: { open: true, dipLimit: Infinity },
+    });
+    // A fall is taken (recheck at half the limit at most; still open at a light load).
+    expect(run(40).value).toBe(40);
+    // A rise is not taken (the load may queue): the next probe dips, even at a light load.
+    expect(run(80)).toEqual({
+      open: { open: true, dipLimit: Infinity },
+      value: 50,
+      next: { open: false, dipLimit: 7 },
+    });
+  });
+
   test('queueing at a shallow dip cannot inflate the baseline more than 2× per probe', () => {
     const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 1, probeSamples: 1 });
     b.observe(s(100, 10, false, 0), 10, 1);

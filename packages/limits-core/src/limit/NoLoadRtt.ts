@@ -1,63 +1,9 @@
 import type { Random } from '../internal/random.js';
 import { checkFunction, checkKeys, checkNumber } from '../internal/validate.js';
 import type { Sample } from './LimitAlgorithm.js';
+import { NO_LOAD_RTT_KEYS, type NoLoadRttOptions } from './noLoadRttOptions.js';
 
-/** @internal The option names of {@link NoLoadRttOptions} (the delay-based algorithms take them too). */
-export const NO_LOAD_RTT_KEYS = [
-  'probeMultiplier',
-  'recheckMultiplier',
-  'probeDepth',
-  'minProbeDepth',
-  'probeSamples',
-  'random',
-] as const;
-
-/**
- * The probe options of {@link VegasLimit} and {@link GradientLimit} (part of their options): how their
- * {@link NoLoadRtt} schedules the short dips that relearn the no-load RTT.
- */
-export interface NoLoadRttOptions {
-  /**
-   * A probe dip starts every `U[0.5, 1) × probeMultiplier` rounds (a round is `limit` samples) while
-   * the baseline is stable.
-   * Netflix's Vegas uses 30: often enough to relearn a lasting shift, rare enough (≈ 1 dip per 30
-   * rounds of the limit) to cost about 1 % of throughput.
-   * @default 30
-   */
-  probeMultiplier?: number;
-  /**
-   * Spacing multiplier used instead of `probeMultiplier` right after a probe that moved the
-   * baseline (and half of it for the first probe), so a wrong baseline is corrected within a few
-   * rounds, not hundreds.
-   * @default 2
-   */
-  recheckMultiplier?: number;
-  /**
-   * Depth of a normal dip: the limit falls to `floor(limit × probeDepth)` while probing. Three
-   * quarters of the limit drain the queue of a limit up to a third above the downstream's capacity
-   * (the algorithms settle within that), and cost half the throughput of a dip to half. A dip
-   * shallower than half may confirm or lower the baseline but not raise it within ±10 %, so the
-   * first probe and every fourth one dip to half at most; a move (beyond ±10 %) is checked by
-   * deeper probes. In (0, 1].
-   * @default `max(0.75, minProbeDepth)`
-   */
-  probeDepth?: number;
-  /**
-   * Deepest dip, used when probes keep moving the baseline (each move halves the depth, from at
-   * most 0.5, down to this). A rise measured at this depth is trusted in full; a rise at a shallower dip is capped
-   * at ×2 per probe, so queueing at a shallow dip cannot inflate the baseline. In (0, probeDepth].
-   * @default `min(0.125, probeDepth)`
-   */
-  minProbeDepth?: number;
-  /**
-   * Clean samples (started during the dip with in-flight ≤ the dip limit) a probe collects before it
-   * ends; the baseline candidate is their median.
-   * @default 5
-   */
-  probeSamples?: number;
-  /** Randomness for the probe spacing jitter, `() => [0, 1)`. @default Math.random */
-  random?: Random;
-}
+export { NO_LOAD_RTT_KEYS, type NoLoadRttOptions } from './noLoadRttOptions.js';
 
 /**
  * Between probes the baseline only descends to a sample 20 % or more below it: smaller dips are
@@ -75,6 +21,15 @@ const DESCEND = 0.8;
 function rttUsable(rtt: number): boolean {
   return rtt > 0 && rtt < Infinity;
 }
+
+/**
+ * A probe's candidate further than this share from the baseline is a move whatever the spread of its
+ * samples, and its recheck dips deeper; within it, a move must exceed that spread (noise) and its
+ * recheck dips to half the limit at most: with ±10 % jitter a median of 5 samples differs from the
+ * last one by 10–17 % now and then, and a recheck at a quarter of the limit refused about 14 calls of
+ * a load that used half of it (issue 12, S1, after the spike).
+ */
+const NOISE_MAX = 0.25;
 
 /** A probe that lowers the baseline to this share or less finds the limit was set against queueing. */
 const COLLAPSE = 2 / 3;
@@ -135,8 +90,19 @@ export class NoLoadRtt {
    * which a millisecond clock reports for fast calls, never become the baseline).
    */
   value = Infinity;
-  /** The limit to hold while a probe dip is running. */
+  /** The limit to hold while a probe dip is running (`Infinity` for an open probe). */
   dipLimit = 0;
+  /**
+   * The running (or last) probe is open: it started while the load left the limit well unused, so
+   * it does not dip (the load's own samples are clean) and refuses nothing. A dip under the calls
+   * the load keeps out refused them for nothing: a healthy downstream at half the limit saw about
+   * 0.5 % of calls refused, one cluster per dip to half (issue 12, S1). An open probe refreshes the
+   * baseline within ±10 % as a shallow dip does, or lowers it, but never moves it up (its samples
+   * may queue: a limit that just grew leaves the load behind it for a round); one that reads a rise
+   * makes the next probe a dip, a recheck's spacing away. The deepest probe for a stale baseline
+   * always dips.
+   */
+  open = false;
   /**
    * The last probe lowered the baseline to two thirds or less: the limit was set against a baseline
    * that was mostly queueing (a start far above the capacity), and should not stay above the dip.
@@ -169,6 +135,8 @@ export class NoLoadRtt {
   #probed = false;
   /** The last probe moved the baseline: a recheck is due (a recheck's spacing). */
   #recheck = false;
+  /** An open probe read a rise it may not apply: the next probe dips, even at a light load. */
+  #mustDip = false;
   /** The running probe is the deepest one for a stale baseline (it runs even at the floor). */
   #staleProbe = false;
   #probeStart = 0;
@@ -226,8 +194,16 @@ export class NoLoadRtt {
    * @param mayStart - whether a due probe may start now (the algorithms hold it while a re-armed
    *   slow start regains the last good level: a dip in the middle of a regain costs a round of it);
    *   it starts at the first sample that may.
+   * @param appLimited - the load leaves the limit well unused (the algorithm's app-limited rule): a
+   *   probe that starts now does not dip (see {@link NoLoadRtt.open}).
    */
-  observe(sample: Sample, limit: number, minLimit: number, mayStart = true): ProbeState {
+  observe(
+    sample: Sample,
+    limit: number,
+    minLimit: number,
+    mayStart = true,
+    appLimited = false,
+  ): ProbeState {
     const rtt = sample.rtt;
     // Only a new low can move the baseline between probes (a probe's end resets the lows).
     if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
@@ -247,7 +223,7 @@ export class NoLoadRtt {
       this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
     this.#untilProbe -= 1 / Math.max(1, limit);
     if (this.#untilProbe > 1e-9 || !mayStart || !this.#canDip(limit, minLimit)) return 'none';
-    return this.#startProbe(sample, limit, minLimit);
+    return this.#startProbe(sample, limit, minLimit, false, appLimited);
   }
 
   /**
@@ -304,8 +280,16 @@ export class NoLoadRtt {
   }
 
   /** Starts a probe; `stale`: the deepest one, for a stale baseline (see {@link BASELINE_MAX_AGE_MS}). */
-  #startProbe(sample: Sample, limit: number, minLimit: number, stale = false): ProbeState {
+  #startProbe(
+    sample: Sample,
+    limit: number,
+    minLimit: number,
+    stale = false,
+    appLimited = false,
+  ): ProbeState {
     this.#probing = true;
+    this.open = appLimited && !stale && !this.#mustDip;
+    this.#mustDip = false;
     this.#staleProbe = stale;
     this.#valueAtProbe = this.value;
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
@@ -320,16 +304,16 @@ export class NoLoadRtt {
       : this.#shallow >= SHALLOW_RUN
         ? Math.min(this.#depth, 0.5)
         : this.#depth;
-    this.#probeAt = depth;
+    this.#probeAt = this.open ? 1 : depth;
     this.#loadedAtProbe = this.#loaded;
-    this.dipLimit = Math.max(minLimit, Math.floor(limit * depth));
+    this.dipLimit = this.open ? Infinity : Math.max(minLimit, Math.floor(limit * depth));
     return 'dip';
   }
 
   #observeProbe(sample: Sample, limit: number): ProbeState {
     this.collapsed = false;
     if (
-      (limit <= this.dipLimit ||
+      ((!this.open && limit <= this.dipLimit) ||
         sample.startTime + sample.rtt - this.#probeStart > PROBE_MAX_RTTS * this.#valueAtProbe) &&
       this.cancel()
     ) {
@@ -351,6 +335,7 @@ export class NoLoadRtt {
     if (count < wanted && this.#probeSeen < 2 * limit + 20) return 'dip';
     this.#probing = false;
     let moved = false;
+    let far = false;
     if (count > 0) {
       this.#probeRtts.sort((a, b) => a - b);
       const candidate = this.#probeRtts[(count - 1) >> 1] as number;
@@ -362,32 +347,40 @@ export class NoLoadRtt {
       // and then, and each such "move" would schedule a deeper dip soon (down to a limit of 1).
       // Beyond a quarter it is a move whatever the spread (a dip that still queues spreads wide).
       const spread = (this.#probeRtts[count - 1] as number) - (this.#probeRtts[0] as number);
-      const noise = Math.min(spread, 0.25 * before);
+      const noise = Math.min(spread, NOISE_MAX * before);
+      far = Math.abs(candidate - before) > NOISE_MAX * before;
       if (candidate < before * 0.9 && before - candidate > noise) {
         this.value = candidate;
         moved = true;
         this.collapsed = candidate <= before * COLLAPSE;
       } else if (candidate > before * 1.1 && candidate - before > noise) {
-        const deepest = this.#probeAt <= this.#minProbeDepth;
-        this.value = deepest ? candidate : Math.min(candidate, before * 2);
-        moved = true;
+        if (this.open) {
+          // An open probe measured at the load, which may queue: it cannot raise the baseline.
+          // A dip checks it, a recheck's spacing away.
+          this.#mustDip = true;
+        } else {
+          const deepest = this.#probeAt <= this.#minProbeDepth;
+          this.value = deepest ? candidate : Math.min(candidate, before * 2);
+          moved = true;
+        }
       } else if (this.#probeAt <= 0.5 || candidate >= this.#loadedAtProbe * SAME_RTT) {
         this.value = candidate;
       }
       // Within ±10 %, a shallow dip (above half the limit) refreshes the baseline only when it
       // measured the RTT of the full limit (no queue to drain there): at a limit far above the
       // capacity such a dip still queues a little, and following it would drift upward; and letting
-      // it only lower the baseline would bias it to the low edge of the noise.
+      // it only lower the baseline would bias it to the low edge of the noise. An open probe measures
+      // at the load itself: the same rule.
     }
-    // Each move halves the depth, starting from at most half the limit.
+    // A move beyond what noise can explain (a quarter) halves the depth, starting from at most half
+    // the limit; a smaller one is rechecked at half the limit at most, not deeper.
     this.#shallow = this.#probeAt <= 0.5 ? 0 : this.#shallow + 1;
-    this.#depth = moved
-      ? Math.max(this.#minProbeDepth, Math.min(this.#probeAt, 0.5) / 2)
-      : this.#probeDepth;
+    const half = Math.min(this.#probeAt, 0.5);
+    this.#depth = moved ? Math.max(this.#minProbeDepth, far ? half / 2 : half) : this.#probeDepth;
     this.#low1 = Infinity;
     this.#low2 = Infinity;
     this.#probed = true;
-    this.#recheck = moved;
+    this.#recheck = moved || this.#mustDip;
     this.#untilProbe = this.#spacing();
     return 'end';
   }

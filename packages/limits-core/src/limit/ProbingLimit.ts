@@ -195,7 +195,13 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     if (sample !== undefined) {
       const L = this.#estimate;
       const noLoad = this.#noLoad;
-      this.probe = noLoad.observe(sample, L, this.#minLimit, !this.#slowStart.regaining);
+      this.probe = noLoad.observe(
+        sample,
+        L,
+        this.#minLimit,
+        !this.#slowStart.regaining,
+        (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L,
+      );
       // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
       // it restarts from the dip with a fresh slow start (as from an initial limit).
       if (this.probe === 'end' && noLoad.collapsed && noLoad.dipLimit < L) {
