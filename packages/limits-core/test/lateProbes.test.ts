@@ -212,7 +212,7 @@ describe('regain after a spike (issue 12, S1)', () => {
     ['Gradient', (random) => new GradientLimit({ random })],
   ];
   const CASES = ALGORITHMS.flatMap(([name, make]) =>
-    Array.from({ length: 40 }, (_, i) => [name, i + 1, make] as const),
+    Array.from({ length: 80 }, (_, i) => [name, i + 1, make] as const),
   );
   test.each(CASES)(
     '%s, seed %i: the load is served from 250 ms after the first fast answer',
@@ -239,6 +239,41 @@ describe('regain after a spike (issue 12, S1)', () => {
       expect(mean, `${waits.map(Math.round)}`).toBeLessThanOrEqual(500);
     },
   );
+});
+
+describe('a healthy downstream at half the limit (issue 12, S1)', () => {
+  // A call every 10 ms of 50 ms ± 10 % (5 in flight, a limit about 9) for a minute: the probes that
+  // relearn the baseline refused about 0.5 % of the calls (a dip to half the limit, under the load,
+  // every few seconds: 157 of 27,500 with Vegas, 152 with Gradient); a probe that comes due while
+  // the load leaves the limit well unused does not dip. (Gradient still refuses 5 here: once, its
+  // limit fell to 8 on noise, and the probe that came due next found the load using 6 of them and
+  // dipped.)
+  test.each([
+    ['Vegas', (random: () => number) => new VegasLimit({ random })],
+    ['Gradient', (random: () => number) => new GradientLimit({ random })],
+  ] as const)('%s refuses at most 10 of 5 × 5,500 calls', async (_name, make) => {
+    let refused = 0;
+    for (let seed = 1; seed <= 5; seed++) {
+      const clock = new FakeClock();
+      const jitter = seededRandom(seed);
+      const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+      const downstream = () =>
+        new Promise<void>((resolve) => clock.setTimeout(resolve, 50 * (0.9 + 0.2 * jitter())));
+      const runs: Promise<unknown>[] = [];
+      for (let t = 0; t < 60_000; t += 10) {
+        const counted = t >= 5_000; // after the first probes (a start at 20)
+        runs.push(
+          limiter.run(downstream).catch(() => {
+            if (counted) refused++;
+          }),
+        );
+        await clock.advance(10);
+      }
+      await clock.advance(1_000);
+      await Promise.all(runs);
+    }
+    expect(refused).toBeLessThanOrEqual(10);
+  });
 });
 
 describe('the capacity a spike finds (issue 12, S1: its first moment fills it)', () => {
@@ -406,4 +441,106 @@ describe('the end of a slowdown writes off the late calls (issue 12, S1)', () =>
     expect(limiter.capacity).toBe(3);
     hung.success();
   });
+});
+
+describe('late probes start on an even grid (issue 12, S1: the first fast answer after the recovery)', () => {
+  /** A limit of 8 that collapses to 1 when calls are late (late after 100 ms). */
+  class Collapse implements LimitAlgorithm {
+    limit = 8;
+    lateAfterMs = 100;
+    update(_sample: Sample): number {
+      return this.limit;
+    }
+    onLate(): void {
+      this.limit = 1;
+    }
+  }
+
+  test('the calls a spike caught end together: their units are kept and restart one per slow latency ÷ capacity', async () => {
+    const clock = new FakeClock();
+    const limiter = new Limiter({ limit: new Collapse(), clock, stallThresholdMs: 50 });
+    const caught = Array.from({ length: 8 }, () => limiter.tryAcquire() as Permit);
+    await clock.advance(3_000); // late at 100 ms: the limit collapses to 1 under the 8 calls out
+    expect(limiter.capacity).toBe(1);
+    for (const p of caught) p.success(); // they end together, after 3 s
+    // LATE_PROBE_CAPACITY units at a limit of 1 (before: 1 call, then a probe every half second),
+    // one start per 3,000 ms ÷ 8 = 375 ms.
+    const starts: number[] = [];
+    const out: Permit[] = [];
+    let peak = 0;
+    for (let t = 0; t < 3_000; t += 5) {
+      for (let p = limiter.tryAcquire(); p !== undefined; p = limiter.tryAcquire()) {
+        starts.push(clock.now() - 3_000);
+        out.push(p);
+      }
+      peak = Math.max(peak, limiter.inflight);
+      await clock.advance(5);
+    }
+    expect(starts.length).toBe(LATE_PROBE_CAPACITY);
+    expect(peak).toBe(LATE_PROBE_CAPACITY);
+    const gaps = starts.slice(1).map((s, i) => s - (starts[i] as number));
+    for (const gap of gaps) expect(gap, `starts ${starts}`).toBeGreaterThanOrEqual(350);
+    for (const gap of gaps) expect(gap, `starts ${starts}`).toBeLessThanOrEqual(400);
+    // The first of them ends (3 s, late): the next start is due, on the grid.
+    (out.shift() as Permit).success();
+    const next = limiter.tryAcquire() as Permit;
+    expect(next).toBeDefined();
+    // It comes back on time: the slowdown is over; the late calls' units go as they end.
+    await clock.advance(20);
+    next.success();
+    for (const p of out) p.success();
+    expect(limiter.inflight).toBe(0);
+    expect(limiter.capacity).toBe(1);
+  });
+
+  /**
+   * S1 in the simulator: a call every 10 ms to a downstream taking 50 ms, or 3,000 ms for calls
+   * started in [2 s, `END`), both ± 10 %. Returns the starts in the last 3 s of the spike.
+   */
+  const spikeStarts = async (make: (random: () => number) => LimitAlgorithm, seed: number) => {
+    const clock = new FakeClock();
+    const jitter = seededRandom(seed);
+    const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+    const END = 8_100 + seed * 25;
+    const spike = (t: number) => t >= 2_000 && t < END;
+    const starts: number[] = [];
+    let peak = 0;
+    const downstream = () =>
+      new Promise<void>((resolve) => {
+        const start = clock.now();
+        starts.push(start);
+        clock.setTimeout(resolve, (spike(start) ? 3_000 : 50) * (0.9 + 0.2 * jitter()));
+      });
+    const runs: Promise<unknown>[] = [];
+    for (let t = 0; t < 12_000; t += 10) {
+      runs.push(limiter.run(downstream).catch(() => {}));
+      if (t >= 2_000 && t < END) peak = Math.max(peak, limiter.inflight);
+      await clock.advance(10);
+    }
+    await clock.advance(5_000);
+    await Promise.all(runs);
+    const late = starts.filter((t) => t >= END - 3_000 && t < END);
+    return { late, peak, capacity: limiter.capacity, limit: limiter.limit };
+  };
+
+  // Before: starts followed the ends: 500 ms apart (the probes' spacing) with pairs 10–80 ms apart,
+  // and gaps up to 1,490 ms (Gradient). Now about 400 ms (the grid, on ticks of 25 ms), and a unit
+  // whose call came back late (3.3 s) now and then misses its start (560 ms at most here).
+  test.each([
+    ['Vegas', (random: () => number) => new VegasLimit({ random })],
+    ['Gradient', (random: () => number) => new GradientLimit({ random })],
+  ] as const)(
+    '%s: in the last 3 s of a spike whose latency jitters ± 10 %, starts are 200–600 ms apart; nothing is left over afterwards',
+    async (_name, make) => {
+      for (let seed = 1; seed <= 10; seed++) {
+        const { late, peak, capacity, limit } = await spikeStarts(make, seed);
+        const gaps = late.slice(1).map((s, i) => s - (late[i] as number));
+        expect(late.length, `seed ${seed}: starts ${late}`).toBeGreaterThanOrEqual(7);
+        expect(Math.min(...gaps), `seed ${seed}: starts ${late}`).toBeGreaterThanOrEqual(200);
+        expect(Math.max(...gaps), `seed ${seed}: starts ${late}`).toBeLessThanOrEqual(600);
+        expect(peak).toBeLessThanOrEqual(10);
+        expect(capacity, `seed ${seed}`).toBe(Math.max(1, limit));
+      }
+    },
+  );
 });

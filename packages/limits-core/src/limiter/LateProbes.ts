@@ -32,23 +32,42 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * @internal Probes beyond the capacity while a downstream is sick (issue 12, S1's recovery). When the
  * limit has collapsed to its floor, the one call it lets through sits on a downstream that takes,
  * say, 3 s: the first fast answer after the downstream recovers comes only when that call ends, up to
- * 3 s later. So while every call in flight is late (and the limiter is full), one more call is let
- * through, at most once per {@link LATE_PROBE_SPACING_MS} (half that while the capacity is under
- * {@link LATE_PROBE_CAPACITY}) and never more than {@link maxLateProbes} beyond the limit: their starts
- * are staggered through the slowdown, and one of them sees the recovery within about a second. Once a
- * call comes back on time (before it was late), no new one starts, the late calls still out (and those
- * reported late afterwards that started before that answer) are written off
- * ({@link LateProbes.writeOff}), and the extra units go as they end. While the slowdown lasts,
- * restarts are paced ({@link LateProbes.paceEnd}) so that the calls' ends spread out.
+ * 3 s later. So during a slowdown the limiter keeps up to {@link maxLateProbes} units beyond the limit
+ * (a capacity of {@link LATE_PROBE_CAPACITY} at Vegas's floor) and starts calls on them at an even
+ * pace, so that one of them ends, and can see a recovery, every slow latency ÷ capacity (375 ms at
+ * S1's 3 s).
+ *
+ * A slowdown is on once probes are out. They begin in one of two ways:
+ * - every call in flight is late and the limiter is exactly full (a tick, {@link LateProbes.allLate}):
+ *   one more call is let through, at most once per {@link LATE_PROBE_SPACING_MS} (half that while the
+ *   capacity is under {@link LATE_PROBE_CAPACITY}) and never more than {@link maxLateProbes} beyond the
+ *   limit, so their starts are staggered;
+ * - a late call ends while the limiter was full and every call still in flight is late
+ *   ({@link LateProbes.paceEnd}): the calls a spike caught (they filled the limit before it collapsed)
+ *   end together, one slow latency after it began; their units are kept and restarted at the pace.
+ *
+ * The pace: once a late call has ended, its latency gives the gap between starts, latency ÷ capacity
+ * (the capacity at its most, the limit plus {@link maxLateProbes}); the units up to that capacity
+ * are granted at once (never more than the calls that were out), and a freed or new unit that is
+ * not due is held back until its start is ({@link LateProbes.paceTick}, never the last unit). Starts
+ * then fall on an even grid, whatever order the slow calls end in: started at once, a freed unit
+ * follows the ends, and calls that started together (or whose slow latencies jitter, ±10 % of 3 s
+ * at S1) end in clusters with long gaps between them, so the first fast answer after the recovery
+ * waited for the next end after a gap (S1, 12 rounds each, the first call sent after the recovery:
+ * 259 → 157 ms on average with an 8 s spike, 257 → 219 ms with 7 s, 138 → 132 ms with 6 s). Once a call comes back on time (before it was
+ * late), no new one starts, the late calls still out (and those reported late afterwards that
+ * started before that answer) are written off ({@link LateProbes.writeOff}), and the extra units go
+ * as they end.
  */
 export class LateProbes {
   /** Units of capacity granted beyond the limit for these probes (0 to `maxLateProbes(limit)`). */
   extra = 0;
-  /** Units freed by late calls in a slowdown, held back to pace the restarts (see {@link paceEnd}). */
+  /** Of `extra`, units held back until their paced start is due (see {@link paceEnd}). */
   held = 0;
-  /** While pacing: when the next start may happen, and the spacing of starts. */
+  /** While pacing: when the next start is due, and the gap between starts (0: not known yet). */
   #nextStartAt = -Infinity;
   #gap = 0;
+  /** When the last probe was let through by {@link allLate}. */
   #at = -Infinity;
   /** When the first probe of this slowdown started. */
   #since = Number.NaN;
@@ -67,10 +86,14 @@ export class LateProbes {
    * @returns whether one more probe is allowed now (`extra` counts it).
    */
   allLate(now: number, full: boolean, limit: number): boolean {
-    if (this.extra > 0 && now - this.#since >= LATE_PROBES_FOR_MS) {
+    if (this.extra > 0 && !this.#blocked && now - this.#since >= LATE_PROBES_FOR_MS) {
+      // A latency that moved: no new start. The held units go at once (none of them is out), the
+      // others as their late calls end.
       this.#recovered = true;
       this.#blocked = true;
-      // (Units still held come back one per paced gap, at the ticks.)
+      this.extra -= this.held;
+      this.held = 0;
+      return this.extra === 0 ? this.#reset() : false;
     }
     if (
       this.#blocked ||
@@ -80,13 +103,15 @@ export class LateProbes {
       now - this.#at <
         (limit + this.extra < LATE_PROBE_CAPACITY
           ? LATE_PROBE_SPACING_MS / 2
-          : LATE_PROBE_SPACING_MS)
+          : LATE_PROBE_SPACING_MS) ||
+      now < this.#nextStartAt
     ) {
       return false;
     }
     if (this.extra === 0) this.#since = now;
     this.extra++;
     this.#at = now;
+    if (this.#gap > 0) this.#started(now);
     return true;
   }
 
@@ -101,7 +126,7 @@ export class LateProbes {
    * ({@link LateProbes.writeOff}). Outside such an episode late calls keep their units: calls that
    * hang now and then beside fast ones must keep counting.
    * @param lateOut - calls reported late and still in flight.
-   * @returns whether the extra units grew (the capacity follows).
+   * @returns whether the extra units changed (the capacity follows).
    */
   fresh(lateOut: number): boolean {
     this.#blocked = false;
@@ -114,34 +139,70 @@ export class LateProbes {
   }
 
   /**
-   * A late call ended at `now` after `rtt` ms while a slowdown is on (probes out, no call back on
-   * time), under a limit of `limit` (`capacity` adds the probes' extra units). A freed unit is taken
-   * at once by the next call, so calls that started together keep ending together, one slowdown
-   * latency apart: the first fast answer after the downstream recovers waits for the next such end
-   * (up to a second at S1, with 8 calls of 3 s ending in clusters). So starts are paced: at most one
-   * per `rtt / capacity` ms; a unit freed sooner is held back until the next start is due
-   * ({@link paceTick}), which spreads the ends evenly.
-   * @returns whether the unit is held back (the capacity shrinks by one).
+   * A late call ended at `now` after `rtt` ms under a limit of `limit`.
+   * @param inflight - the units in flight after this end.
+   * @param room - the capacity less the units in flight, after this end (1: the limiter was exactly
+   *   full and this end freed one unit; 0 or less: it was over its capacity).
+   * @param slowdown - every call still in flight is late (and one is).
+   * @returns whether the capacity changed (units granted or held back).
    */
-  paceEnd(now: number, rtt: number, limit: number): boolean {
-    if (!this.probing) return false;
-    const capacity = limit + this.extra;
-    this.#gap = rtt / Math.max(1, capacity);
-    // Never the last unit: a call can always start (and its ticks give the held units back).
-    if (now < this.#nextStartAt && this.held < capacity - 1) {
-      this.held++;
-      return true;
+  paceEnd(
+    now: number,
+    rtt: number,
+    limit: number,
+    inflight: number,
+    room: number,
+    slowdown: boolean,
+  ): boolean {
+    if (!this.probing) {
+      // The calls a spike caught end: if they held the limiter full and the rest are late too, a
+      // slowdown is on, and their units are kept for the probes.
+      // (`room` is NaN where a partition's gate decides: never.)
+      if (!slowdown || !(room <= 1) || this.#blocked || this.#recovered) return false;
+      this.#since = now;
     }
-    this.#nextStartAt = now + this.#gap;
-    return false;
+    // The unit this end freed (units that were free before stay so: a start that was due and not
+    // taken yet), and the units up to the capacity the probes may reach, but not beyond the calls
+    // that were out before this end (a limit that has not collapsed yet keeps its probes to what the
+    // spike caught).
+    let free = Math.min(room, 1);
+    let changed = false;
+    const more = Math.min(maxLateProbes(limit), inflight + 1 - limit) - this.extra;
+    if (more > 0) {
+      free += more;
+      this.extra += more;
+      changed = true;
+    }
+    this.#gap = rtt / (limit + this.extra);
+    if (free <= 0) return changed;
+    // One start now if it is due; the other free units wait for theirs (never the last unit: a call
+    // can always start, and its ticks give the held units back).
+    if (now >= this.#nextStartAt) {
+      free--;
+      this.#started(now);
+    }
+    const hold = Math.min(free, limit + this.extra - 1 - this.held);
+    if (hold <= 0) return changed;
+    this.held += hold;
+    return true;
   }
 
   /** A tick at `now`: gives back one held unit when its start is due. @returns whether one went. */
   paceTick(now: number): boolean {
     if (this.held === 0 || now < this.#nextStartAt) return false;
     this.held--;
-    this.#nextStartAt = now + this.#gap;
+    this.#started(now);
     return true;
+  }
+
+  /**
+   * A paced start at `now`: the next one is a gap after the last one due (an even grid), and at
+   * least half a gap from now.
+   */
+  #started(now: number): void {
+    const gap = this.#gap;
+    const next = this.#nextStartAt + gap;
+    this.#nextStartAt = next > now + gap / 2 ? next : now + gap;
   }
 
   /** Pacing ends: every held unit goes back. @returns whether any was held. */
@@ -152,32 +213,41 @@ export class LateProbes {
     return had;
   }
 
+  /** The episode is over (no extra unit left): the next slowdown starts afresh. @returns false */
+  #reset(): false {
+    this.#recovered = false;
+    this.#at = -Infinity;
+    this.#gap = 0;
+    this.#nextStartAt = -Infinity;
+    return false;
+  }
+
   /**
    * Late calls that are old news (they started before the call that came back on time at the end of
-   * a slowdown) are written off: the extra units grow to their number, so fresh calls get the whole
+   * a slowdown) are written off: the extra units become their number, so fresh calls get the whole
    * limit at once instead of waiting for the slots those calls hold until they end (3 s at S1: a
    * second of lost goodput, and a probe dip they fill could admit nothing). They are bounded by
    * the capacity at the recovery (they started before it); later late calls are not written off
    * (outside a slowdown, calls that hang now and then beside fast ones must keep counting). The
-   * units go as the late calls end.
+   * units go as the late calls end; units granted for probes that are not held by a late call (held
+   * back, or a probe that came back on time) go at once.
    * @param lateOut - calls reported late and still in flight, all old news.
-   * @returns whether the extra units grew (the capacity follows).
+   * @returns whether the capacity changed.
    */
   writeOff(lateOut: number): boolean {
-    let grew = lateOut > this.extra;
-    if (grew) this.extra = lateOut;
-    if (this.extra > 0) this.#recovered = true;
-    if (this.#unpace()) grew = true;
-    return grew;
+    const before = this.extra - this.held;
+    this.held = 0;
+    this.#nextStartAt = -Infinity;
+    this.extra = lateOut;
+    if (lateOut > 0) this.#recovered = true;
+    else this.#reset();
+    return this.extra !== before;
   }
 
   /** A call reported late ended. @returns whether an extra unit went (the capacity shrinks by one). */
   lateEnded(): boolean {
     if (!this.#recovered || this.extra === 0) return false;
-    if (--this.extra === 0) {
-      this.#recovered = false;
-      this.#at = -Infinity;
-    }
+    if (--this.extra === 0) this.#reset();
     return true;
   }
 }

@@ -31,10 +31,11 @@ export interface FeedHost {
   /** The units in flight now (for `onLate`). */
   inflight(): number;
   /**
-   * Whether the limiter is exactly full (for the late probes, {@link LateProbes}): in flight equals the
-   * capacity. Above it (the limit fell below the calls still out) a probe would find no room.
+   * The capacity less the units in flight (for the late probes, {@link LateProbes}): 0 when exactly
+   * full, negative when the limit fell below the calls still out; `NaN` when the limiter does not
+   * use late probes (a partition's gate decides instead).
    */
-  full(): boolean;
+  room(): number;
   /** Serves queued waiters (after a late probe grew the capacity). */
   dispatch(): void;
 }
@@ -69,7 +70,7 @@ export class LimitFeed {
   /** Probes beyond the capacity while every call in flight is late (with `#late`). */
   readonly probes: LateProbes | undefined;
   readonly #inflight: () => number;
-  readonly #full: () => boolean;
+  readonly #room: () => number;
   /**
    * Calls reported late and still in flight (approximate: a call excused by a stall that ends also
    * counts down, never below 0).
@@ -116,7 +117,7 @@ export class LimitFeed {
     this.#emitter = emitter;
     this.#onLimit = host.onLimit;
     this.#inflight = host.inflight;
-    this.#full = host.full;
+    this.#room = host.room;
     this.#dispatch = host.dispatch;
     this.service = new ServiceTime(o.initialServiceMs);
     if (o.adaptive && o.stallThresholdMs !== Infinity) {
@@ -178,11 +179,15 @@ export class LimitFeed {
       if (reported) {
         if (this.#lateOut > 0) this.#lateOut--;
         if (this.probes?.lateEnded() === true) this.#onLimit(this.limit);
-        if (this.probes?.paceEnd(startTime + rtt, rtt, this.limit) === true)
-          this.#onLimit(this.limit);
         // A drop was counted when reported; a success that began before a call that came back on
-        // time is old news (the downstream has recovered since): neither is fed.
-        if (outcome !== 'success' || startTime < this.#onTimeAt) return false;
+        // time is old news (the downstream has recovered since): neither is fed. A success that is
+        // fed may move the limit: the pacing then sees the capacity that follows.
+        let stalled = false;
+        if (outcome === 'success' && startTime >= this.#onTimeAt && this.#adaptive) {
+          stalled = this.#feed(startTime, inflight, rtt, false);
+        }
+        this.#paceEnd(startTime + rtt, rtt);
+        return stalled;
       } else if (outcome === 'success' && this.#late !== undefined) {
         this.#onTimeAt = startTime + rtt;
         // Back before it was late: the downstream answers on time again. If that ends a slowdown
@@ -196,11 +201,7 @@ export class LimitFeed {
         }
       }
       if (this.#adaptive && (outcome === 'success' || outcome === 'dropped')) {
-        if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
-          this.stalledSamples++;
-          return true;
-        }
-        this.#update(startTime, inflight, rtt, outcome === 'dropped');
+        return this.#feed(startTime, inflight, rtt, outcome === 'dropped');
       }
     } else if (outcome === 'dropped' && this.#adaptive) {
       // An unsampled call that dropped still tells the algorithm: its duration is taken to be the
@@ -211,11 +212,32 @@ export class LimitFeed {
     return false;
   }
 
+  /** Feeds a timed call's sample unless a stall overlapped it. @returns whether it was discarded. */
+  #feed(startTime: number, inflight: number, rtt: number, dropped: boolean): boolean {
+    if (this.stall?.overlaps(startTime, startTime + rtt) ?? false) {
+      this.stalledSamples++;
+      return true;
+    }
+    this.#update(startTime, inflight, rtt, dropped);
+    return false;
+  }
+
+  /** A call reported late ended at `now` after `rtt` ms: the late probes' pacing (see LateProbes.paceEnd). */
+  #paceEnd(now: number, rtt: number): void {
+    const probes = this.probes;
+    if (probes === undefined) return;
+    const inflight = this.#inflight();
+    const slowdown = (this.#late as LateCalls).tracked === 0 && inflight > 0;
+    if (probes.paceEnd(now, rtt, this.limit, inflight, this.#room(), slowdown)) {
+      this.#onLimit(this.limit);
+    }
+  }
+
   #update(startTime: number, inflight: number, rtt: number, dropped: boolean): void {
     // The units granted beyond the limit for late probes and written-off late calls are not the
     // algorithm's load: its samples count the calls within its limit (a probe dip's clean samples,
     // the app-limited rule, Gradient's target).
-    const extra = this.probes === undefined ? 0 : this.probes.extra;
+    const extra = this.probes === undefined ? 0 : this.probes.offset;
     if (extra > 0) inflight = Math.max(1, inflight - extra);
     const sample: Sample = { startTime, rtt, inflight, dropped };
     try {
@@ -263,7 +285,7 @@ export class LimitFeed {
     if (
       inflight > 0 &&
       late.tracked === 0 &&
-      this.probes?.allLate(now, this.#full(), this.limit) === true
+      this.probes?.allLate(now, this.#room() === 0, this.limit) === true
     ) {
       this.#onLimit(this.limit);
       this.#dispatch();

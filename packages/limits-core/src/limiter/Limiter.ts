@@ -74,7 +74,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
       onLimit: (limit) =>
         (this.#capacity = Math.max(limit, o.probeSlots) + (feed.probes?.offset ?? 0)),
       inflight: () => this.#inflight,
-      full: () => o.gate === undefined && this.#inflight - this.#capacity === 0,
+      room: () => (o.gate === undefined ? this.#capacity - this.#inflight : Number.NaN),
       dispatch: () => this._dispatch(),
     });
     this.#feed = feed;
