@@ -54,7 +54,8 @@ export const LATE_PROBES_FOR_MS = 9_000;
  * follows the ends, and calls that started together (or whose slow latencies jitter, ±10 % of 3 s
  * at S1) end in clusters with long gaps between them, so the first fast answer after the recovery
  * waited for the next end after a gap (S1, 12 rounds each, the first call sent after the recovery:
- * 259 → 157 ms on average with an 8 s spike, 257 → 219 ms with 7 s, 138 → 132 ms with 6 s). Once a call comes back on time (before it was
+ * 259 → 157 ms on average with an 8 s spike (196 in a second run), 257 → 219 ms with 7 s, 138 → 132 ms
+ * with 6 s). Once a call comes back on time (before it was
  * late), no new one starts, the late calls still out (and those reported late afterwards that
  * started before that answer) are written off ({@link LateProbes.writeOff}), and the extra units go
  * as they end.
