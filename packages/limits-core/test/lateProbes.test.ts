@@ -241,50 +241,39 @@ describe('regain after a spike (issue 12, S1)', () => {
   );
 });
 
-describe('a healthy downstream, the limit well above the load (issue 12, S1)', () => {
-  // Calls of 50 ms ± 10 % on a healthy downstream, refused by probes that dipped under the calls
-  // the load keeps out (04f278c): a call every 10 ms (5 in flight, a limit about 9), 5 seeds × 55 s:
-  // 167 of 27,500 with Vegas, 170 with Gradient; a call every 2 ms (25 in flight), 2 seeds × 25 s: 104
-  // of 25,000 with Vegas (a limit about 40), 194 with Gradient (about 35). A probe that comes due
-  // while the limit is over 1.25× the load does not dip: 0, 0, 5 and 37 (Gradient: once its limit
-  // fell on noise, and the next probe found it well used and dipped). With 1.5× the app-limited
-  // headroom, Gradient's limit near 1.4× its load kept dipping at 2 ms (192).
-  const ALGORITHMS = [
+describe('a healthy downstream at half the limit (issue 12, S1)', () => {
+  // A call every 10 ms of 50 ms ± 10 % (5 in flight, a limit about 9) for a minute: the probes that
+  // relearn the baseline refused about 0.5 % of the calls (a dip to half the limit, under the load,
+  // every few seconds: 157 of 27,500 with Vegas, 152 with Gradient); a probe that comes due while
+  // the load leaves the limit well unused does not dip. (Gradient still refuses 5 here: once, its
+  // limit fell to 8 on noise, and the probe that came due next found the load using 6 of them and
+  // dipped.)
+  test.each([
     ['Vegas', (random: () => number) => new VegasLimit({ random })],
     ['Gradient', (random: () => number) => new GradientLimit({ random })],
-  ] as const;
-  const CASES = ALGORITHMS.flatMap(([name, make]) => [
-    [name, 10, 5, 60_000, make] as const,
-    [name, 2, 2, 30_000, make] as const,
-  ]);
-  test.each(CASES)(
-    '%s, a call every %i ms: at most 0.2 % refused',
-    async (_name, every, seeds, ms, make) => {
-      let refused = 0;
-      let counted = 0;
-      for (let seed = 1; seed <= seeds; seed++) {
-        const clock = new FakeClock();
-        const jitter = seededRandom(seed);
-        const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
-        const downstream = () =>
-          new Promise<void>((resolve) => clock.setTimeout(resolve, 50 * (0.9 + 0.2 * jitter())));
-        const runs: Promise<unknown>[] = [];
-        for (let t = 0; t < ms; t += every) {
-          const counts = t >= 5_000; // after the first probes (a start at 20)
-          if (counts) counted++;
-          runs.push(
-            limiter.run(downstream).catch(() => {
-              if (counts) refused++;
-            }),
-          );
-          await clock.advance(every);
-        }
-        await clock.advance(1_000);
-        await Promise.all(runs);
+  ] as const)('%s refuses at most 10 of 5 × 5,500 calls', async (_name, make) => {
+    let refused = 0;
+    for (let seed = 1; seed <= 5; seed++) {
+      const clock = new FakeClock();
+      const jitter = seededRandom(seed);
+      const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+      const downstream = () =>
+        new Promise<void>((resolve) => clock.setTimeout(resolve, 50 * (0.9 + 0.2 * jitter())));
+      const runs: Promise<unknown>[] = [];
+      for (let t = 0; t < 60_000; t += 10) {
+        const counted = t >= 5_000; // after the first probes (a start at 20)
+        runs.push(
+          limiter.run(downstream).catch(() => {
+            if (counted) refused++;
+          }),
+        );
+        await clock.advance(10);
       }
-      expect(refused, `${refused} of ${counted}`).toBeLessThanOrEqual(0.002 * counted);
-    },
-  );
+      await clock.advance(1_000);
+      await Promise.all(runs);
+    }
+    expect(refused).toBeLessThanOrEqual(10);
+  });
 });
 
 describe('the capacity a spike finds (issue 12, S1: its first moment fills it)', () => {

@@ -96,7 +96,7 @@ export class NoLoadRtt {
    * The running (or last) probe is open: it started while the load left the limit well unused, so
    * it does not dip (the load's own samples are clean) and refuses nothing. A dip under the calls
    * the load keeps out refused them for nothing: a healthy downstream at half the limit saw about
-   * 0.6 % of calls refused, one cluster per dip to half (issue 12, S1). An open probe refreshes the
+   * 0.5 % of calls refused, one cluster per dip to half (issue 12, S1). An open probe refreshes the
    * baseline within ±10 % as a shallow dip does, or lowers it, but never moves it up (its samples
    * may queue: a limit that just grew leaves the load behind it for a round); one that reads a rise
    * makes the next probe a dip, a recheck's spacing away. The deepest probe for a stale baseline

@@ -23,15 +23,6 @@ const VALID_RTT = 1.25;
  */
 const HEADROOM = 1.5;
 
-/**
- * A probe that comes due while the limit is more than this many times the in-flight its sample was
- * admitted under (2× while slow start doubles) is open: it does not dip ({@link NoLoadRtt.open}). A
- * dip under the calls the load keeps out refuses them for nothing; 1.5× (the app-limited headroom)
- * left Gradient, which settles near 1.4× its load, dipping under it (0.69 % of the calls of a
- * healthy downstream refused at 25 in flight).
- */
-const OPEN_HEADROOM = 1.25;
-
 /** Share of the gap to the app-limited target closed per round of `limit` samples. */
 const DECAY_PER_ROUND = 0.5;
 
@@ -209,7 +200,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
         L,
         this.#minLimit,
         !this.#slowStart.regaining,
-        (this.#slowStart.active ? 2 : OPEN_HEADROOM) * sample.inflight < L,
+        (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L,
       );
       // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
       // it restarts from the dip with a fresh slow start (as from an initial limit).
