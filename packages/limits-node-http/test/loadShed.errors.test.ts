@@ -2,39 +2,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Limiter } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadShed } from '../src/index.js';
-import { deferred, listen, nextEvent } from './loadShedSupport.js';
+import { captureNextTickErrors, deferred, listen, nextEvent } from './loadShedSupport.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   vi.restoreAllMocks();
   for (const close of closers.splice(0)) await close();
 });
-
-/**
- * The real `process.nextTick`, taken when the file loads: read inside a test it could be a spy left
- * by an earlier one (vi.spyOn on a spied method reuses that spy), and calling it from the new spy
- * then recursed until the stack overflowed.
- */
-const realNextTick = process.nextTick;
-
-/**
- * Errors that would be uncaught without load shedding stay uncaught with it; these tests catch them
- * where they surface (the request listener's caller, or the next tick) instead of crashing the run.
- */
-function captureNextTickErrors(): unknown[] {
-  const errors: unknown[] = [];
-  vi.spyOn(process, 'nextTick').mockImplementation(((
-    fn: (...a: unknown[]) => void,
-    ...args: unknown[]
-  ) => {
-    if (args[0] instanceof Error && args[0].message.startsWith('test:')) {
-      errors.push(args[0]);
-      return;
-    }
-    realNextTick(fn, ...args);
-  }) as typeof process.nextTick);
-  return errors;
-}
 
 describe('loadShed when the application throws', () => {
   it('gives a wrapped handler that throws at once its permit back as failure and rethrows to the caller', async () => {

@@ -14,10 +14,7 @@ import {
 } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type LoadShedOptions, loadShed, type ShedError, shedResponse } from '../src/index.js';
-import { deferred, listen, nextEvent } from './loadShedSupport.js';
-
-/** The real `process.nextTick`, taken when the file loads (inside a test it could be an earlier spy). */
-const realNextTick = process.nextTick;
+import { captureNextTickErrors, deferred, listen, nextEvent } from './loadShedSupport.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -404,17 +401,7 @@ describe('loadShed when the quota rejects', () => {
   });
 
   it('answers a wrapped node:http handler 500 and rethrows the error on the next tick', async () => {
-    const errors: unknown[] = [];
-    vi.spyOn(process, 'nextTick').mockImplementation(((
-      fn: (...a: unknown[]) => void,
-      ...args: unknown[]
-    ) => {
-      if (args[0] instanceof Error && args[0].message.startsWith('test:')) {
-        errors.push(args[0]);
-        return;
-      }
-      realNextTick(fn, ...args);
-    }) as typeof process.nextTick);
+    const errors = captureNextTickErrors();
     const handler = vi.fn((_req: IncomingMessage, res: ServerResponse) => res.end('ok'));
     const wrapped = loadShed({ limiter: new Limiter({ limit: 10 }), quota: throwing() }).wrap(
       handler,

@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Limiter, LimiterEvents } from 'limits-core';
+import { vi } from 'vitest';
 
 /** A promise with its resolve function, for handlers that wait on the test. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -48,4 +49,32 @@ export async function firstChunk(response: Response): Promise<string> {
   const { value } = await reader.read();
   reader.releaseLock();
   return new TextDecoder().decode(value);
+}
+
+/**
+ * The real `process.nextTick`, taken when the module loads: read inside a test it could be a spy left
+ * by an earlier one (vi.spyOn on a spied method reuses that spy), and calling it from the new spy
+ * then recursed until the stack overflowed.
+ */
+const realNextTick = process.nextTick;
+
+/**
+ * Errors that would be uncaught without load shedding stay uncaught with it; these tests catch them
+ * where they surface (the request listener's caller, or the next tick) instead of crashing the run:
+ * an error whose message starts with `test:` handed to `process.nextTick` is collected instead of
+ * scheduled (restored by `vi.restoreAllMocks()`).
+ */
+export function captureNextTickErrors(): unknown[] {
+  const errors: unknown[] = [];
+  vi.spyOn(process, 'nextTick').mockImplementation(((
+    fn: (...a: unknown[]) => void,
+    ...args: unknown[]
+  ) => {
+    if (args[0] instanceof Error && args[0].message.startsWith('test:')) {
+      errors.push(args[0]);
+      return;
+    }
+    realNextTick(fn, ...args);
+  }) as typeof process.nextTick);
+  return errors;
 }
