@@ -200,7 +200,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
         L,
         this.#minLimit,
         !this.#slowStart.regaining,
-        (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L,
+        this.#idle(sample, L),
       );
       // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
       // it restarts from the dip with a fresh slow start (as from an initial limit).
@@ -232,8 +232,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    */
   protected apply(reason: LimitReason, next: number, sample: Sample): number {
     const L = this.#estimate;
-    // Slow start doubles per round: its samples were admitted under half the limit they now judge.
-    const idle = (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L;
+    const idle = this.#idle(sample, L);
     if (idle && next > L) {
       next = L;
       reason = 'app-limited';
@@ -257,6 +256,14 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     this.#rtt = sample.rtt;
     this.#base = base;
     return this.limit;
+  }
+
+  /**
+   * The app-limited rule: `sample` was admitted with the limit `L` over 1.5× its in-flight (2× while
+   * slow start doubles per round: its samples were admitted under half the limit they now judge).
+   */
+  #idle(sample: Sample, L: number): boolean {
+    return (this.#slowStart.active ? 2 : HEADROOM) * sample.inflight < L;
   }
 
   /**

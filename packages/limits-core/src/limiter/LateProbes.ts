@@ -237,8 +237,7 @@ export class LateProbes {
    */
   writeOff(lateOut: number): boolean {
     const before = this.extra - this.held;
-    this.held = 0;
-    this.#nextStartAt = -Infinity;
+    this.#unpace();
     this.extra = lateOut;
     if (lateOut > 0) this.#recovered = true;
     else this.#reset();
