@@ -31,6 +31,9 @@ export const CallFlag = {
 export const OUTCOME_SHIFT = 8;
 const { LIVE, TRIAL } = CallFlag;
 
+/** What a call's `#reason` holds until it is aborted (any abort reason, even `undefined`, differs). */
+const NOT_ABORTED: unique symbol = Symbol('not aborted');
+
 /** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
 export const noop = (): void => {};
 
@@ -59,6 +62,10 @@ export interface CallOwner {
  * promise per call, where a promise chain through `limiter.acquire()` took several of each.
  */
 export class Call extends CallContext implements Timed, PermitRequest, CircuitTicket {
+  /** The call's own AbortController, made at the first read of `signal`. */
+  #controller: AbortController | undefined = undefined;
+  /** The abort reason, or NOT_ABORTED. */
+  #reason: unknown = NOT_ABORTED;
   /** Links in the timeout list. */
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
@@ -111,8 +118,21 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   get flags(): number {
     return this.#flags;
   }
+  override get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#reason !== NOT_ABORTED) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
   override hold(): PermitHold {
     return this.owner._hold(this);
+  }
+  /** Aborts this call's signal (now, or as soon as it is created). */
+  _abort(reason: unknown): void {
+    if (this.#reason !== NOT_ABORTED) return;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
   }
   /** Whether `flag` (one of {@link CallFlag}) is set. */
   is(flag: number): boolean {

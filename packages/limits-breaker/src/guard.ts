@@ -102,7 +102,18 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * @throws (rejects) `CircuitOpenError`, `LimitExceededError`, `CallTimeoutError` or the action's
    *   error when there is no fallback; whatever the fallback throws when there is one.
    */
-  fire(...args: A): Promise<R> {
+  fire(...args: A): Promise<R>;
+  fire(): Promise<R> {
+    // No rest parameter: it allocates an array per call, an empty one too, wherever fire() is not
+    // inlined into its caller. A call without arguments keeps the shared empty array.
+    // biome-ignore lint/complexity/noArguments: read in place, never materialised
+    const n = arguments.length;
+    let args = EMPTY_ARGS as A;
+    if (n > 0) {
+      args = new Array(n) as A;
+      // biome-ignore lint/complexity/noArguments: read in place, never materialised
+      for (let i = 0; i < n; i++) args[i] = arguments[i];
+    }
     if (this.#shut) return Promise.reject(shutDownError());
     const circuit = this.#circuit;
     let trial = false;
@@ -111,8 +122,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
         return this.#fallback.answer('open', args, new CircuitOpenError(circuit.state));
       trial = true;
     }
-    // A call without arguments keeps the shared empty array: its rest array dies young.
-    const call = new Call(this, trial, args.length === 0 ? EMPTY_ARGS : args, circuit.episode);
+    const call = new Call(this, trial, args, circuit.episode);
     // The `timeoutMs` budget starts now, before any wait for a permit (the call leaves the timeout
     // list on every path: settled, refused, shed, dismissed, timed out, shut down).
     const fired = this.#timeoutMs === false ? Number.NaN : this.#calls.budget(call);
