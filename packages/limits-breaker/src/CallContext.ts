@@ -12,9 +12,9 @@ import type { PermitHold } from './PermitHold.js';
  * that never aborts, and cannot hold.
  */
 export class CallContext {
-  // No fields here: a class without field initializers has a constructor V8 skips when it builds the
-  // guard's subclass, where a field of its own made every call's construction a generic call into
-  // this constructor (about 15 ns per call on Node 20). The guard's calls keep their state themselves.
+  // No fields here: V8 skips the constructor of a class without field initializers when it builds
+  // the guard's subclass. With a field of its own, every call's construction made a generic call into
+  // this constructor (bench/RESULTS.md, "Session 12"). The guard's calls keep their state themselves.
 
   /** This call's signal: aborted when the call times out or the guard shuts down. */
   get signal(): AbortSignal {

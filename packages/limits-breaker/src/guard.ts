@@ -104,16 +104,12 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    */
   fire(...args: A): Promise<R>;
   fire(): Promise<R> {
-    // No rest parameter: it allocates an array per call, an empty one too, wherever fire() is not
-    // inlined into its caller. A call without arguments keeps the shared empty array.
+    // No rest parameter (an array per call, an empty one too, wherever fire() is not inlined).
     // biome-ignore lint/complexity/noArguments: read in place, never materialised
     const n = arguments.length;
-    let args = EMPTY_ARGS as A;
-    if (n > 0) {
-      args = new Array(n) as A;
-      // biome-ignore lint/complexity/noArguments: read in place, never materialised
-      for (let i = 0; i < n; i++) args[i] = arguments[i];
-    }
+    const args = (n === 0 ? EMPTY_ARGS : new Array(n)) as A;
+    // biome-ignore lint/complexity/noArguments: read in place, never materialised
+    for (let i = 0; i < n; i++) args[i] = arguments[i];
     if (this.#shut) return Promise.reject(shutDownError());
     const circuit = this.#circuit;
     let trial = false;
@@ -145,10 +141,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     return this.#calls.holds.hold(call);
   }
 
-  /**
-   * @internal The limiter queued `call`: it keeps its ticket (its timeout cancels the wait). Calls
-   * shed when the circuit opens are found in the limiter's queue (`#shed`): no list of our own.
-   */
+  /** @internal The limiter queued `call`: it keeps its ticket (its timeout cancels the wait). */
   _queued(call: Call, ticket: QueueTicket): void {
     call.permit = ticket;
     call.mark(CallFlag.WAITING);
@@ -179,11 +172,10 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   }
 
   /**
-   * @internal The limiter refused a call (at admission or while it waited): reason `limit`, never a
-   * breaker failure; or the circuit opened while it waited: reason `open`; or its `timeoutMs` budget
-   * ran out while it waited: reason `timeout` (the `CallTimeoutError` is the refusal's cause). None
-   * of these reached the downstream: none counts as a breaker failure, and a trial frees its slot
-   * only in its own HALF_OPEN episode.
+   * @internal The limiter refused a call (at admission or while it waited): reason `limit`; or the
+   * circuit opened while it waited: `open`; or its `timeoutMs` budget ran out while it waited:
+   * `timeout` (the `CallTimeoutError` is the refusal's cause). None reached the downstream: none is a
+   * breaker failure, and a trial frees its slot only in its own HALF_OPEN episode.
    */
   _refused(call: Call, error: LimitExceededError): void {
     this.#fireClock?.unprime(); // (the fallback may run next)
@@ -227,9 +219,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   async shutdown(): Promise<void> {
     if (this.#shut) return;
     this.#shut = true;
-    // Calls still waiting for a permit leave the limiter's queue now (a shared limiter outlives the
-    // guard): each is answered SHUTDOWN through `_refused`.
-    this.#shed();
+    this.#shed(); // (each queued call is answered SHUTDOWN through `_refused`)
     this.#calls.abortAll(shutDownError());
     for (const off of this._unsubscribe) off();
     this.#circuit.shutdown();
