@@ -138,9 +138,13 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
   is(flag: number): boolean {
     return (this.#flags & flag) !== 0;
   }
-  /** Sets `flag` (one of {@link CallFlag}), or clears it with `on` false. */
-  mark(flag: number, on = true): void {
-    this.#flags = on ? this.#flags | flag : this.#flags & ~flag;
+  /** Sets `flag` (one or more of {@link CallFlag}). */
+  mark(flag: number): void {
+    this.#flags |= flag;
+  }
+  /** Clears `flag` (one or more of {@link CallFlag}). */
+  unmark(flag: number): void {
+    this.#flags &= ~flag;
   }
   expire(): void {
     this.owner._timeout(this);

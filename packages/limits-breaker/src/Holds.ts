@@ -35,7 +35,7 @@ export function storedOutcome(call: Call): Outcome | undefined {
 
 /** Stores `outcome` in `call`'s flags (no field per call: the queue may hold 10^5 calls). */
 export function storeOutcome(call: Call, outcome: Outcome): void {
-  call.mark(OUTCOME_MASK, false);
+  call.unmark(OUTCOME_MASK);
   call.mark(BY_CODE.indexOf(outcome) << OUTCOME_SHIFT);
 }
 
@@ -102,7 +102,7 @@ export class Holds {
   /** `hold.release(outcome)`. */
   release(hold: Hold, call: Call, outcome: Outcome | undefined): void {
     if (!call.is(HOLDING)) return;
-    call.mark(HOLDING, false);
+    call.unmark(HOLDING);
     this.#registry?.unregister(hold);
     // Released while the action runs: its permit goes back when it settles, with this outcome.
     if (call.is(LIVE)) {
@@ -118,7 +118,7 @@ export class Holds {
   /** A hold was collected (from the collector's cleanup task). */
   #collected(call: Call): void {
     if (!call.is(HOLDING)) return;
-    call.mark(HOLDING, false);
+    call.unmark(HOLDING);
     // Dropped while the action runs: its permit goes back when it settles, as without a hold.
     if (call.is(LIVE)) return;
     const permit = call.permit as Permit;

@@ -93,7 +93,7 @@ export class InFlightCalls implements HoldOwner {
     this.#timeouts?.remove(call);
     if (call.is(CallFlag.HOLDING)) {
       if (resolved && !call.is(CallFlag.TIMED_OUT)) return true;
-      call.mark(CallFlag.HOLDING, false);
+      call.unmark(CallFlag.HOLDING);
     }
     this.#list.remove(call);
     return false;
@@ -139,7 +139,7 @@ export class InFlightCalls implements HoldOwner {
     this.#timeouts?.clear();
     for (let call = this.#list.head; call !== undefined; call = call.cnext) {
       // A held call's hold is over too (its release must not touch the list while it is walked).
-      call.mark(CallFlag.LIVE | CallFlag.HOLDING, false);
+      call.unmark(CallFlag.LIVE | CallFlag.HOLDING);
       call._abort(error);
       if (!call.is(CallFlag.ANSWERED)) {
         call.mark(CallFlag.ANSWERED);

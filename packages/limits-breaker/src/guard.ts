@@ -149,7 +149,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
 
   /** @internal The limiter granted a queued call its permit. */
   _granted(call: Call, permit: Permit): void {
-    call.mark(CallFlag.WAITING, false);
+    call.unmark(CallFlag.WAITING);
     // A shared limiter outlives the guard: its late grant goes straight back.
     if (this.#shut) this.#dismiss(call, permit, Promise.reject(shutDownError()));
     // Granted while the circuit was opening (by a waiter shed just before): it must not run.
@@ -179,7 +179,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    */
   _refused(call: Call, error: LimitExceededError): void {
     this.#fireClock?.unprime(); // (the fallback may run next)
-    call.mark(CallFlag.WAITING, false);
+    call.unmark(CallFlag.WAITING);
     this.#calls.untime(call);
     this.#circuit.endTrial(call);
     call.mark(CallFlag.ANSWERED);
@@ -303,7 +303,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   /** The action settled (possibly long after its caller timed out). */
   #settled(call: Call, error: unknown, value: unknown): void {
     if (!call.is(CallFlag.LIVE)) return; // shut down meanwhile: already released
-    call.mark(CallFlag.LIVE, false);
+    call.unmark(CallFlag.LIVE);
     const held = this.#calls.untrack(call, error === undefined);
     const now = this.#clock.now();
     this.#latency.record(now - call.start, now);
