@@ -36,6 +36,8 @@
 // Cells (limit 64; burst: 10,000 calls at once (--burst), then await all, as in breaker-overhead.mjs):
 //   guard:seq, guard:burst                  guard() without a timeout
 //   guard-timeout:seq, guard-timeout:burst  guard() with a 10,000 ms timeout
+//   vegas:seq                               limits-core alone: `Limiter.run` one call at a time with a
+//                                           VegasLimit pinned to 64 (overhead.mjs's limiter-vegas row)
 //   queue:burst                             limits-core alone: 10,000 permit requests at once
 //                                           (`acquireWith`; `_acquireFor` on builds before issue 10),
 //                                           each permit released a microtask after its grant
@@ -55,6 +57,7 @@ const CELLS = [
   'guard:burst',
   'guard-timeout:burst',
   'queue:burst',
+  'vegas:seq',
 ];
 const CALLS = [200_000, 600_000];
 
@@ -133,10 +136,19 @@ async function queueCell(core, calls) {
   if (limiter.inflight !== 0 || limiter.queued !== 0) throw new Error('limiter not idle');
 }
 
+async function vegasCell(core, calls) {
+  const limit = new core.VegasLimit({ initialLimit: 64, minLimit: 64, maxLimit: 64 });
+  const limiter = new core.Limiter({ limit });
+  const task = async () => 1;
+  await fireCalls(() => limiter.run(task), 'seq', calls);
+  if (limiter.inflight !== 0) throw new Error('limiter not idle');
+}
+
 async function child(cell, calls) {
   const { breaker, core } = await load();
   const [name, shape] = cell.split(':');
   if (name === 'queue') await queueCell(core, calls);
+  else if (name === 'vegas') await vegasCell(core, calls);
   else await guardCell(breaker, name === 'guard-timeout', shape, calls);
 }
 
