@@ -24,6 +24,7 @@ import {
   limiterContender,
   measureCells,
   median,
+  pinnedVegas,
   plan,
   SEMAPHORES,
   serveCells,
@@ -99,10 +100,7 @@ function contenders(ids) {
         name: `${id} ${alg}`,
         create: async (mode) => {
           const core = await import(pathToFileURL(entry(id)).href);
-          const limit =
-            alg === 'fixed'
-              ? LIMIT
-              : new core.VegasLimit({ initialLimit: LIMIT, minLimit: LIMIT, maxLimit: LIMIT });
+          const limit = alg === 'fixed' ? LIMIT : pinnedVegas(core.VegasLimit);
           const limiter = new core.Limiter({
             limit,
             ...(mode === 'burst' ? { maxQueued: 100_000 } : {}),

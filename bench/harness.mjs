@@ -298,6 +298,14 @@ export async function checkSemaphore(name, create) {
 }
 
 /** A limits-core `Limiter` as a contender: `run` is `limiter.run`; `info` reports its limit and stalled samples. */
+/**
+ * The VegasLimit of the benchmarks' Vegas rows: pinned to LIMIT, so every row compares the per-call
+ * work of the algorithm at the same capacity. `VegasLimit`: the class of the build under test.
+ */
+export function pinnedVegas(VegasLimit) {
+  return new VegasLimit({ initialLimit: LIMIT, minLimit: LIMIT, maxLimit: LIMIT });
+}
+
 export function limiterContender(limiter) {
   return {
     run: (fn) => limiter.run(fn),

@@ -48,7 +48,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { guardOfAnyBuild, packageEntryUrl, yieldToLoop } from './harness.mjs';
+import { guardOfAnyBuild, packageEntryUrl, pinnedVegas, yieldToLoop } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CELLS = [
@@ -137,8 +137,7 @@ async function queueCell(core, calls) {
 }
 
 async function vegasCell(core, calls) {
-  const limit = new core.VegasLimit({ initialLimit: 64, minLimit: 64, maxLimit: 64 });
-  const limiter = new core.Limiter({ limit });
+  const limiter = new core.Limiter({ limit: pinnedVegas(core.VegasLimit) });
   const task = async () => 1;
   await fireCalls(() => limiter.run(task), 'seq', calls);
   if (limiter.inflight !== 0) throw new Error('limiter not idle');

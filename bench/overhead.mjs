@@ -32,6 +32,7 @@ import {
   measureCells,
   median,
   packageInfo,
+  pinnedVegas,
   plan,
   SEMAPHORES,
   serveCells,
@@ -72,7 +73,6 @@ const MODES = {
   workers: 'concurrent: 64 workers loop until 10,000 done',
 };
 
-const pinnedVegas = () => new VegasLimit({ initialLimit: LIMIT, minLimit: LIMIT, maxLimit: LIMIT });
 const limiterModes = LIMITER_QUEUE.available ? ['seq', 'burst', 'workers'] : ['seq', 'workers'];
 // With a queue, the 10,000-at-once shape needs room for 10,000 − 64 waiters.
 const queueOpts = (mode) => (mode === 'burst' ? { maxQueued: MAX_QUEUED } : {});
@@ -124,14 +124,17 @@ const CONTENDERS = [
     id: 'limiter-vegas',
     name: 'limits-core Limiter(VegasLimit 64..64)',
     modes: limiterModes,
-    create: (mode) => limiterContender(new Limiter({ limit: pinnedVegas(), ...queueOpts(mode) })),
+    create: (mode) =>
+      limiterContender(new Limiter({ limit: pinnedVegas(VegasLimit), ...queueOpts(mode) })),
   },
   {
     id: 'limiter-vegas-sampled',
     name: 'limits-core Limiter(VegasLimit 64..64, sampleEvery: 8)',
     modes: limiterModes,
     create: (mode) =>
-      limiterContender(new Limiter({ limit: pinnedVegas(), sampleEvery: 8, ...queueOpts(mode) })),
+      limiterContender(
+        new Limiter({ limit: pinnedVegas(VegasLimit), sampleEvery: 8, ...queueOpts(mode) }),
+      ),
   },
 ];
 /** Ratios are to the floor (SEMAPHORES[0]); the limits-core rows also to the pre-issue-10 floor. */
