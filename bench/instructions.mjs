@@ -37,7 +37,9 @@
 //   guard:seq, guard:burst                  guard() without a timeout
 //   guard-timeout:seq, guard-timeout:burst  guard() with a 10,000 ms timeout
 //   vegas:seq                               limits-core alone: `Limiter.run` one call at a time with a
-//                                           VegasLimit pinned to 64 (overhead.mjs's limiter-vegas row)
+//                                           VegasLimit pinned to 64 (overhead.mjs's limiter-vegas row;
+//                                           a clock that steps 0.25 ms per reading and
+//                                           `stallThresholdMs: 600000`, see vegasCell)
 //   queue:burst                             limits-core alone: 10,000 permit requests at once
 //                                           (`acquireWith`; `_acquireFor` on builds before issue 10),
 //                                           each permit released a microtask after its grant
@@ -137,10 +139,33 @@ async function queueCell(core, calls) {
 }
 
 async function vegasCell(core, calls) {
-  const limiter = new core.Limiter({ limit: pinnedVegas(core.VegasLimit) });
+  // A clock that advances 0.25 ms per reading (exact in binary): every call's sample is alike (an
+  // RTT of 0.25 ms), so the algorithm takes the same path in every run and build. With the system
+  // clock, under valgrind, the RTTs varied and so did its path: the count moved by ±10 % between
+  // runs. And a stall threshold of 10 minutes: the default 50 ms would see stalls under valgrind,
+  // and a sample overlapping one is discarded before it reaches the algorithm (until session 13
+  // this cell measured mostly that path). Every call does the default's work (the stall detector
+  // armed, the call tracked for late reports, the overlap check); only the detector's tick, every
+  // 25 ms by default and not per call, never comes. Fails if any sample was discarded.
+  let t = 0;
+  const clock = {
+    now: () => {
+      t += 0.25;
+      return t;
+    },
+    setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+    clearTimeout: (handle) => clearTimeout(handle),
+  };
+  const limiter = new core.Limiter({
+    limit: pinnedVegas(core.VegasLimit),
+    stallThresholdMs: 600_000,
+    clock,
+  });
   const task = async () => 1;
   await fireCalls(() => limiter.run(task), 'seq', calls);
   if (limiter.inflight !== 0) throw new Error('limiter not idle');
+  const stalled = limiter.snapshot().stalledSamples;
+  if (stalled !== 0) throw new Error(`${stalled} of ${calls} samples discarded as stalled`);
 }
 
 async function child(cell, calls) {

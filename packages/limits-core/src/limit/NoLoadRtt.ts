@@ -139,6 +139,9 @@ export class NoLoadRtt {
   #mustDip = false;
   /** The running probe is the deepest one for a stale baseline (it runs even at the floor). */
   #staleProbe = false;
+  /** A sample's share of a round at the limit `#stepOf` (`1 / max(1, limit)`, kept: a division less per sample). */
+  #step = 1;
+  #stepOf = Number.NaN;
   #probeStart = 0;
   #probeSeen = 0;
   readonly #probeRtts: number[] = [];
@@ -221,7 +224,11 @@ export class NoLoadRtt {
     // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
     if (Number.isNaN(this.#untilProbe))
       this.#untilProbe = this.#spacing(this.#recheckMultiplier / 2);
-    this.#untilProbe -= 1 / Math.max(1, limit);
+    if (limit !== this.#stepOf) {
+      this.#stepOf = limit;
+      this.#step = 1 / Math.max(1, limit);
+    }
+    this.#untilProbe -= this.#step;
     if (this.#untilProbe > 1e-9 || !mayStart || !this.#canDip(limit, minLimit)) return 'none';
     return this.#startProbe(sample, limit, minLimit, false, appLimited);
   }

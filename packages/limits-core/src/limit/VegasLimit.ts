@@ -88,6 +88,19 @@ export class VegasLimit extends ProbingLimit {
   readonly #threshold: number;
   #rttAvg = 0;
   #rttCount = 0;
+  /**
+   * The limit the per-limit values below were computed for: they change only when it moves (a
+   * `Math.log10` and three divisions per sample cost about a tenth of a sequential call).
+   */
+  #scaleOf = Number.NaN;
+  #l10 = 1;
+  /** `1 / max(1, L)`: a sample's share of a round's step. */
+  #perSample = 1;
+  /** The thresholds at this limit: `min(alpha·L10, max(2, L/4))` and `min(beta·L10, max(2, L/3))`. */
+  #alphaAt = 0;
+  #betaAt = 0;
+  /** Growth is fast with an estimated queue at or under `min(threshold·L10, alphaAt)`. */
+  #fastAt = 0;
 
   /**
    * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
@@ -133,7 +146,8 @@ export class VegasLimit extends ProbingLimit {
     const sample = this.admit(input);
     if (sample === undefined) return this.limit;
     const L = this.estimate;
-    const l10 = log10Scale(L);
+    if (L !== this.#scaleOf) this.#scale(L);
+    const l10 = this.#l10;
     let next = L;
     let reason: LimitReason;
     let queue: number | undefined;
@@ -157,17 +171,16 @@ export class VegasLimit extends ProbingLimit {
       queue = base < Infinity && avg > 0 ? Math.ceil(L * (1 - base / avg)) : 0;
       // Steps are per round: a sample carries 1/L of a step, so a round of L samples (one RTT,
       // the delay of the loop's own feedback) moves the limit by one step.
-      const perSample = 1 / Math.max(1, L);
+      const perSample = this.#perSample;
       // Small limits (a pool of 4–20): the thresholds are also bounded by shares of the limit, and a
       // queue of half the limit (avg ≥ 2 × base) is never steady.
-      const alpha = Math.min(this.#alpha * l10, Math.max(2, L / 4));
-      if (queue > Math.min(this.#beta * l10, Math.max(2, L / 3)) || avg >= 2 * base) {
+      if (queue > this.#betaAt || avg >= 2 * base) {
         next = L - Math.max(l10, queue - this.#beta * l10) * perSample;
         reason = 'queueing';
         this.endSlowStart(sample.startTime, true);
-      } else if (queue < alpha) {
+      } else if (queue < this.#alphaAt) {
         // Slow start doubles per round; otherwise + beta·L10 with no queue, + L10 with a small one.
-        const step = queue <= Math.min(this.#threshold * l10, alpha) ? this.#beta * l10 : l10;
+        const step = queue <= this.#fastAt ? this.#beta * l10 : l10;
         next = L + (this.slowStart ? Math.max(L, step) : step) * perSample;
         reason = 'increase';
       } else {
@@ -177,6 +190,17 @@ export class VegasLimit extends ProbingLimit {
     }
     this.#queue = queue;
     return this.apply(reason, next, sample);
+  }
+
+  /** Computes the per-limit values for the limit `L`. */
+  #scale(L: number): void {
+    this.#scaleOf = L;
+    const l10 = log10Scale(L);
+    this.#l10 = l10;
+    this.#perSample = 1 / Math.max(1, L);
+    this.#alphaAt = Math.min(this.#alpha * l10, Math.max(2, L / 4));
+    this.#betaAt = Math.min(this.#beta * l10, Math.max(2, L / 3));
+    this.#fastAt = Math.min(this.#threshold * l10, this.#alphaAt);
   }
 
   protected dropTarget(L: number, _inflight: number): number {

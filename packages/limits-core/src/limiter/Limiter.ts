@@ -25,8 +25,8 @@ import type {
 import type { PermitRequest } from './PermitRequest.js';
 import { PlainRuns } from './PlainRuns.js';
 import type { Refusals } from './Refusals.js';
+import { RunSlots } from './RunSlots.js';
 import { resolveOptions } from './resolveOptions.js';
-import { NEVER_ABORTED, runUnderPermit } from './runUnderPermit.js';
 import { snapshot } from './snapshot.js';
 import { TaskRunner } from './TaskRunner.js';
 
@@ -50,8 +50,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
   readonly #queue: WaitQueue;
   readonly #admission: Admission;
   readonly #refusals: Refusals;
-  readonly #runner: TaskRunner;
   readonly #plain: PlainRuns | undefined;
+  readonly #slots: RunSlots;
   readonly #gate: CapacityGate | undefined;
   /** A cost of 1 can be admitted (`maxCost` ≥ 1; else admission refuses it as `too_large`). */
   readonly #unitFits: boolean;
@@ -90,8 +90,8 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const release = (out: Outcome) => this.#release(1, Number.NaN, 0, out);
     const plain = o.adaptive ? undefined : new PlainRuns(hooks, release, time, service);
     this.#plain = plain;
+    this.#slots = new RunSlots(hooks, (t, n, out) => this.#release(1, t, n, out));
     const runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks, plain);
-    this.#runner = runner;
     const grants = {
       fits: (cost: number) => this.#fits(cost),
       // `now` NaN: the wait is not measured (the constant NaN: no number boxed per grant).
@@ -225,11 +225,11 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
         this.#count(1, 0);
         return plain.run(task) as Promise<T>;
       }
-      const permit = this.#grant(1, 0, timed, Number.NaN, undefined);
-      return runUnderPermit(permit, task, NEVER_ABORTED, this.#runner.hooks);
+      const startTime = timed ? this.#time.now() : Number.NaN;
+      if (timed) this.#feed.started(startTime);
+      return this.#slots.run(task, startTime, this.#count(1, 0)) as Promise<T>;
     }
-    // A queued run carries its task in the waiter, which starts it when granted: one promise and no
-    // closure per queued call.
+    // Queued: the waiter carries the task and starts it when granted (no closure per queued call).
     const admitted = task as (signal: AbortSignal) => unknown;
     return this.#admission.admit(options, admitted, undefined, this.#closed) as Promise<T>;
   }
