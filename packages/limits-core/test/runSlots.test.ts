@@ -163,3 +163,40 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0 });
   });
 });
+
+/** A native promise of `value` whose own `then` calls the fulfilled reaction twice. */
+function twiceThen<T>(value: T): Promise<T> {
+  const promise = Promise.resolve(value);
+  Object.defineProperty(promise, 'then', {
+    value(ok: (v: T) => unknown, fail: (e: unknown) => unknown) {
+      return Promise.prototype.then.call(
+        this,
+        (v: T) => {
+          ok(v);
+          return ok(v);
+        },
+        fail,
+      );
+    },
+  });
+  return promise;
+}
+
+describe('a task whose native promise has an own `then` calling back twice', () => {
+  test('adaptive limiter (a reusable slot): its unit is released once, and one sample is fed', async () => {
+    const clock = new FakeClock(0);
+    const algorithm = recorder(4);
+    const limiter = new Limiter({ limit: algorithm, clock, stallThresholdMs: Infinity });
+    await expect(limiter.run(() => twiceThen('x'))).resolves.toBe('x');
+    await flush();
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0 });
+    expect(algorithm.samples).toHaveLength(1);
+  });
+
+  test('fixed limit (the plain path, shared reactions): its unit is released once', async () => {
+    const limiter = new Limiter({ limit: 2 });
+    await expect(limiter.run(() => twiceThen('y'))).resolves.toBe('y');
+    await flush();
+    expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0 });
+  });
+});

@@ -1,7 +1,13 @@
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
-import { NEVER_ABORTED, outcomeOf, type RunHooks } from './runUnderPermit.js';
+import {
+  NEVER_ABORTED,
+  onSettled,
+  outcomeOf,
+  promiseThen,
+  type RunHooks,
+} from './runUnderPermit.js';
 import type { ServiceTime } from './ServiceTime.js';
 
 /**
@@ -103,7 +109,9 @@ export class PlainRuns {
     }
     // The task's own promise when it returns a native one; a plain value or a thenable is wrapped.
     const promise = Promise.resolve(result);
-    promise.then(this.#ok, this.#fail);
+    // One of the shared reactions, once (see `onSettled`).
+    if (promise.then === promiseThen) promise.then(this.#ok, this.#fail);
+    else onSettled(promise, this.#ok, this.#fail);
     return promise;
   }
 

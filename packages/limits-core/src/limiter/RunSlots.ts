@@ -1,5 +1,11 @@
 import type { Outcome } from '../permit/outcome.js';
-import { NEVER_ABORTED, outcomeOf, type RunHooks } from './runUnderPermit.js';
+import {
+  NEVER_ABORTED,
+  onSettled,
+  outcomeOf,
+  promiseThen,
+  type RunHooks,
+} from './runUnderPermit.js';
 
 /** Free slots kept for reuse (more in flight at once are made, and dropped when they come back). */
 const KEEP = 128;
@@ -49,7 +55,9 @@ export class RunSlots {
     slot.startTime = startTime;
     slot.inflight = inflight;
     const promise = Promise.resolve(result);
-    promise.then(slot.ok, slot.fail);
+    // One of them, once: the slot is reused after it (see `onSettled`).
+    if (promise.then === promiseThen) promise.then(slot.ok, slot.fail);
+    else onSettled(promise, slot.ok, slot.fail);
     return promise;
   }
 

@@ -25,6 +25,25 @@ function inert(signal: AbortSignal): AbortSignal {
   return signal;
 }
 
+/** @internal The native `then` (see {@link onSettled}). */
+export const promiseThen = Promise.prototype.then;
+
+/**
+ * @internal The shared or reused reactions of `PlainRuns` and `RunSlots` must run once, one of them
+ * (else a unit is released twice). The native `then` guarantees it; a native promise with an own
+ * `then` (an override that could call one twice) does not. The callers check `promise.then ===
+ * promiseThen` in line (about 50 machine instructions per call; a call to a helper for the check
+ * cost more) and call this otherwise: `promise` is followed through a fresh promise, whose resolve
+ * functions act once, and `ok` or `fail` runs a few microtasks after the caller's own reactions.
+ */
+export function onSettled(
+  promise: Promise<unknown>,
+  ok: (value: unknown) => void,
+  fail: (error: unknown) => void,
+): void {
+  new Promise((resolve) => resolve(promise)).then(ok, fail);
+}
+
 /** @internal What `runUnderPermit` needs from the limiter. */
 export interface RunHooks {
   classify: Classify | undefined;
