@@ -29,8 +29,9 @@ const DECAY_PER_ROUND = 0.5;
 /**
  * The app-limited rule: a sample admitted under `inflight` units judges the limit `L` over 1.5× that
  * (2× while slow start doubles per round: its samples were admitted under half the limit they now
- * judge). A plain function, not a private method: called twice per sample, it was not inlined and
- * cost a call and a brand check each time (about 50 machine instructions).
+ * judge). A plain function, not a private method: called twice per sample, the method was not
+ * inlined (its two calls took about 100 machine instructions per sample; a Vegas call did about 200
+ * fewer without them, bench/RESULTS.md "Session 13").
  */
 function appLimited(slowStart: boolean, inflight: number, L: number): boolean {
   return (slowStart ? 2 : HEADROOM) * inflight < L;

@@ -90,7 +90,7 @@ export class VegasLimit extends ProbingLimit {
   #rttCount = 0;
   /**
    * The limit the per-limit values below were computed for: they change only when it moves (a
-   * `Math.log10` and three divisions per sample cost about a tenth of a sequential call).
+   * `Math.log10` and three divisions less per sample; the divisions were `update`'s hot spots).
    */
   #scaleOf = Number.NaN;
   #l10 = 1;

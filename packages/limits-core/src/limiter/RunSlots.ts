@@ -17,7 +17,7 @@ const KEEP = 128;
  * a slot keeps the call's start time and in-flight count, and has its own pair of reactions, made
  * once. Exactly one of them runs, once, when the task settles; the slot then goes back to the pool
  * and a later call reuses it. (A closure made per call also cost V8 a `CompileLazy` at its first
- * and only call: a Vegas limiter's sequential `run()` was about 15 % faster with slots.)
+ * and only call.)
  * Reactions run in the order they were added, so the unit is back before the caller resumes.
  */
 export class RunSlots {
