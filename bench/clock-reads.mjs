@@ -9,13 +9,9 @@
 //
 // Another build: a worktree of the commit, built (see instructions.mjs); its limits-breaker package
 // resolves its own limits-core.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { guardOfAnyBuild, packageEntryUrl } from './harness.mjs';
+import { breakerDirArg, guardOfAnyBuild, packageEntryUrl } from './harness.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'limits-breaker'));
+const breakerDir = breakerDirArg();
 
 let reads = 0;
 const now = performance.now.bind(performance);

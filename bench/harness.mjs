@@ -297,7 +297,6 @@ export async function checkSemaphore(name, create) {
   idle(sem, 'after 40 mixed tasks');
 }
 
-/** A limits-core `Limiter` as a contender: `run` is `limiter.run`; `info` reports its limit and stalled samples. */
 /**
  * The VegasLimit of the benchmarks' Vegas rows: pinned to LIMIT, so every row compares the per-call
  * work of the algorithm at the same capacity. `VegasLimit`: the class of the build under test.
@@ -306,6 +305,7 @@ export function pinnedVegas(VegasLimit) {
   return new VegasLimit({ initialLimit: LIMIT, minLimit: LIMIT, maxLimit: LIMIT });
 }
 
+/** A limits-core `Limiter` as a contender: `run` is `limiter.run`; `info` reports its limit and stalled samples. */
 export function limiterContender(limiter) {
   return {
     run: (fn) => limiter.run(fn),
@@ -700,6 +700,18 @@ export function median(xs) {
 
 /** `x` with `digits` decimals. */
 export const fmt = (x, digits = 1) => x.toFixed(digits);
+
+/**
+ * The limits-breaker package directory to measure: `--breaker=<dir>` from the command line (another
+ * build's `packages/limits-breaker`), else this checkout's.
+ */
+export function breakerDirArg() {
+  const a = process.argv.find((x) => x.startsWith('--breaker='));
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  return path.resolve(
+    a?.slice('--breaker='.length) ?? path.join(root, 'packages', 'limits-breaker'),
+  );
+}
 
 /**
  * The file URL of the ESM entry (its `exports`) of the package in directory `dir`: for importing

@@ -50,9 +50,14 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { guardOfAnyBuild, packageEntryUrl, pinnedVegas, yieldToLoop } from './harness.mjs';
+import {
+  breakerDirArg,
+  guardOfAnyBuild,
+  packageEntryUrl,
+  pinnedVegas,
+  yieldToLoop,
+} from './harness.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CELLS = [
   'guard:seq',
   'guard-timeout:seq',
@@ -69,7 +74,7 @@ const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slic
 const BURST = Number(arg('burst') ?? 10_000);
 const CACHE_SIM = process.argv.includes('--cache-sim');
 const BRANCH_SIM = process.argv.includes('--branch-sim');
-const breakerDir = path.resolve(arg('breaker') ?? path.join(ROOT, 'packages', 'limits-breaker'));
+const breakerDir = breakerDirArg();
 
 /** The packages of the build under test: limits-breaker, and the limits-core it resolves. */
 async function load() {
