@@ -1,7 +1,6 @@
 import type { Clock, Limiter, Outcome, Permit } from 'limits-core';
 import { type Call, CallFlag } from './Call.js';
 import { CallList } from './CallList.js';
-import type { FireClock } from './FireClock.js';
 import { type HoldOwner, Holds, releaseAs, storedOutcome, storeOutcome } from './Holds.js';
 import { TimeoutList } from './TimeoutList.js';
 
@@ -14,7 +13,6 @@ export class InFlightCalls implements HoldOwner {
   /** (A list of its own rather than a subclass: the list's methods stay monomorphic.) */
   readonly #list = new CallList();
   readonly #clock: Clock;
-  readonly #fireClock: FireClock | undefined;
   /** `undefined` without a timeout. */
   readonly #timeouts: TimeoutList | undefined;
   /**
@@ -32,29 +30,33 @@ export class InFlightCalls implements HoldOwner {
   readonly holds = new Holds(this);
 
   /**
-   * @param fireClock - the own limiter's clock, primed at each `budget()`.
    * @param limiter - the guard's limiter (a hold collected unreleased is reported on its `leak` event).
+   * @param o - the guard's options: whether the limiter is its own, on the system clock (see `budget`).
    */
   constructor(
     clock: Clock,
     timeoutMs: number | false,
-    fireClock: FireClock | undefined,
     readonly limiter: Limiter,
+    o: { clock?: unknown; limiter?: unknown; limit?: { clock?: unknown } | undefined },
   ) {
     this.#clock = clock;
-    this.#fireClock = fireClock;
+    // (The system clock never jumps back: the limiter's readings are the guard's. An injected one may,
+    // and each side then absorbs the jump on its own: see `MonotonicClock`.)
+    this.#sameClock =
+      o.clock === undefined && o.limiter === undefined && o.limit?.clock === undefined;
     this.#timeouts = timeoutMs === false ? undefined : new TimeoutList(clock, timeoutMs);
   }
 
   /**
-   * With a timeout only, at `fire()`: the call's budget starts now (its one clock read, which is also
-   * its start time if it is granted at once: see {@link InFlightCalls.track}) and it enters the
-   * timeout list, whatever the limiter answers next. Primes the own limiter's `FireClock` with that
-   * reading.
+   * With a timeout only, for a call granted at once in `fire()` with `permit`: its budget starts now
+   * (one clock read, which is also its start time: see {@link InFlightCalls.track}; none when the
+   * guard's own limiter, on the system clock, has just read it for a timed grant) and it enters the
+   * timeout list.
    * @returns the budget's start (the clock, never before an earlier call's).
    */
-  budget(call: Call): number {
-    const now = this.#clock.now();
+  budget(call: Call, permit: Permit): number {
+    const t = this.#sameClock ? permit.startTime : Number.NaN;
+    const now = Number.isNaN(t) ? this.#clock.now() : t;
     const fired = Math.max(now, this.#lastStart);
     this.#lastStart = fired;
     // Rounded up to a whole ms: a whole number (below 2^31) is a small integer to V8, where a fraction
@@ -63,9 +65,37 @@ export class InFlightCalls implements HoldOwner {
     // then ends up to 1 ms late, within the timer's own granularity.
     call.fired = Math.ceil(fired);
     (this.#timeouts as TimeoutList).add(call);
-    this.#fireClock?.prime(now);
     return fired;
   }
+
+  /**
+   * With a timeout only, for a call `fire()` left waiting in the limiter's queue: it enters the
+   * timeout list now, and its budget starts when the synchronous run that fired it ends (one clock
+   * read for every call queued in that run, at the first microtask after it; or at the next call
+   * granted at once, whichever comes first). So a queued call's timeout never comes early, and
+   * comes late by at most the rest of that run: with 10,000 calls fired at once, a clock read per
+   * call (35–40 ns on Node 20) was about a tenth of the guard's cost per call.
+   */
+  budgetLater(call: Call): void {
+    // (`call.fired` is left as it is until the stamp: a NaN there would make V8 box the field.)
+    (this.#timeouts as TimeoutList).addPending(call);
+    if (!this.#stamping) {
+      this.#stamping = true;
+      queueMicrotask(this.#stamp);
+    }
+  }
+
+  #stamping = false;
+  /** The guard's own limiter, on the system clock (its permits' start times are readings of it). */
+  readonly #sameClock: boolean;
+  readonly #stamp = (): void => {
+    this.#stamping = false;
+    const timeouts = this.#timeouts as TimeoutList;
+    if (!timeouts.pending) return;
+    const fired = Math.max(this.#clock.now(), this.#lastStart);
+    this.#lastStart = fired;
+    timeouts.stamp(Math.ceil(fired));
+  };
 
   /**
    * Lists a started call as in flight, with its start time: `fired`, its budget's start, for a timed

@@ -28,6 +28,11 @@ export class TimeoutList {
    * must not arm a timer of its own; `#fire` arms one for the head when the loop ends.
    */
   #firing = false;
+  /**
+   * The first of the entries at the tail whose budget start is not known yet (see
+   * {@link TimeoutList.addPending}), `undefined` when none: they are stamped together.
+   */
+  #firstPending: Timed | undefined = undefined;
 
   constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
@@ -35,12 +40,42 @@ export class TimeoutList {
   }
 
   add(t: Timed): void {
+    // Entries before it still unstamped were fired before it: they start no later (the list stays
+    // sorted by due time).
+    if (this.#firstPending !== undefined) this.stamp(t.fired);
     const tail = this.#tail;
     t.prev = tail;
     t.next = undefined;
     this.#tail = t;
     if (tail !== undefined) tail.next = t;
     else this.#first(t);
+  }
+
+  /**
+   * Adds `t` at the tail with its budget start unknown yet (its `fired` is not read): it gets one from
+   * {@link TimeoutList.stamp}, with every other entry still pending, or by the next `add`. A pending
+   * entry never expires; a list whose head is pending arms no timer until the stamp.
+   */
+  addPending(t: Timed): void {
+    const tail = this.#tail;
+    t.prev = tail;
+    t.next = undefined;
+    this.#tail = t;
+    if (tail !== undefined) tail.next = t;
+    else this.#head = t;
+    if (this.#firstPending === undefined) this.#firstPending = t;
+  }
+
+  /** Whether entries wait for their budget start. */
+  get pending(): boolean {
+    return this.#firstPending !== undefined;
+  }
+
+  /** Gives every pending entry the budget start `fired`, and arms the timer if none is armed. */
+  stamp(fired: number): void {
+    for (let t = this.#firstPending; t !== undefined; t = t.next) t.fired = fired;
+    this.#firstPending = undefined;
+    if (this.#timer === undefined && !this.#firing) this.#arm();
   }
 
   /**
@@ -61,6 +96,7 @@ export class TimeoutList {
 
   remove(t: Timed): void {
     if (!this.has(t)) return;
+    if (t === this.#firstPending) this.#firstPending = t.next;
     if (t.prev === undefined) this.#head = t.next;
     else t.prev.next = t.next;
     if (t.next === undefined) this.#tail = t.prev;
@@ -80,13 +116,15 @@ export class TimeoutList {
     }
     this.#head = undefined;
     this.#tail = undefined;
+    this.#firstPending = undefined;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
   #arm(): void {
     const head = this.#head;
-    if (head === undefined) return;
+    // (A pending head: the stamp arms it.)
+    if (head === undefined || head === this.#firstPending) return;
     const due = head.fired + this.#timeoutMs;
     this.#timer = this.#clock.setTimeout(this.#fire, Math.max(0, due - this.#clock.now()));
   }
@@ -97,7 +135,11 @@ export class TimeoutList {
     const timeoutMs = this.#timeoutMs;
     this.#firing = true;
     try {
-      for (let t = this.#head; t !== undefined && t.fired + timeoutMs <= now; t = this.#head) {
+      for (
+        let t = this.#head;
+        t !== undefined && t !== this.#firstPending && t.fired + timeoutMs <= now;
+        t = this.#head
+      ) {
         this.remove(t);
         t.expire();
       }

@@ -18,11 +18,11 @@ import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
 import { OpossumCircuit } from './circuit/OpossumCircuit.js';
 import { CallTimeoutError, CircuitOpenError } from './errors.js';
 import { Fallback } from './Fallback.js';
-import { FireClock } from './FireClock.js';
 import { GuardEmitter } from './GuardEmitter.js';
 import { InFlightCalls } from './InFlightCalls.js';
 import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
+import { MonotonicClock } from './MonotonicClock.js';
 import type { OpossumBreaker } from './opossum.js';
 import { checkGuardOptions, ownLimiter } from './options.js';
 import type { PermitHold } from './PermitHold.js';
@@ -51,7 +51,6 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
   readonly #acquire: AcquireOptions | undefined;
   readonly #timeoutMs: number | false;
   readonly #clock: Clock;
-  readonly #fireClock: FireClock | undefined; // the own limiter's, with a `timeoutMs`
   readonly #latency: LatencyWindow;
   readonly #ownsLimiter: boolean;
   /** Calls in flight. */
@@ -73,11 +72,10 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     this.#action = action;
     this.#classify = o.classify as Classify | undefined;
     this.#acquire = o.acquire;
-    this.#clock = o.clock ?? systemClock;
+    this.#clock = o.clock === undefined ? systemClock : new MonotonicClock(o.clock);
     this.#timeoutMs = o.timeoutMs;
     this.#ownsLimiter = o.limiter === undefined;
-    this.#fireClock = FireClock.forOwnLimiter(o, this.#clock);
-    this.limiter = o.limiter ?? ownLimiter(o, this.#fireClock ?? o.clock);
+    this.limiter = o.limiter ?? ownLimiter(o, o.clock);
     const circuit = new OpossumCircuit(this, o);
     this.#circuit = circuit;
     this.breaker = circuit.breaker;
@@ -87,7 +85,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       () => this.listenerCount('fallback') > 0,
       (cause) => this._emitSafely('fallback', cause),
     );
-    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.#fireClock, this.limiter);
+    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.limiter, o);
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
 
@@ -119,20 +117,22 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       trial = true;
     }
     const call = new Call(this, trial, args, circuit.episode);
-    // The `timeoutMs` budget starts now, before any wait for a permit (the call leaves the timeout
-    // list on every path: settled, refused, shed, dismissed, timed out, shut down).
-    const fired = this.#timeoutMs === false ? Number.NaN : this.#calls.budget(call);
     // (The `acquire` option was checked at construction: this does not throw.)
     const permit = this.limiter.acquireWith(call, this.#acquire);
-    this.#fireClock?.unprime();
-    if (permit !== undefined) return this.#start(call, permit, fired) as Promise<R>;
+    if (permit !== undefined) {
+      const fired = this.#timeoutMs === false ? Number.NaN : this.#calls.budget(call, permit);
+      return this.#start(call, permit, fired) as Promise<R>;
+    }
     const refusal = this.#refusal;
     if (refusal !== undefined) {
       // Refused at admission, before acquireWith returned (see `_refused`).
       this.#refusal = undefined;
       return refusal;
     }
-    // Queued: the call itself waits in the limiter's queue; one promise answers the caller.
+    // Queued: the call waits in the limiter's queue; one promise answers the caller. Its budget
+    // counts from the end of this synchronous run (`budgetLater`; it leaves the timeout list on every
+    // path). (A call a selector granted during admission runs already: LIVE, not answered.)
+    if (this.#timeoutMs !== false && !call.is(CallFlag.ANSWERED)) this.#calls.budgetLater(call);
     return callerPromise<R>(call);
   }
 
@@ -147,23 +147,25 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
     call.mark(CallFlag.WAITING);
   }
 
-  /** @internal The limiter granted a queued call its permit. */
+  /**
+   * @internal The limiter granted a queued call its permit. (Small, with the rare cases in
+   * `#dismiss`: V8 inlines it, and the two calls that lead here, into the limiter's dispatch loop.)
+   */
   _granted(call: Call, permit: Permit): void {
     call.unmark(CallFlag.WAITING);
-    // A shared limiter outlives the guard: its late grant goes straight back.
-    if (this.#shut) this.#dismiss(call, permit, Promise.reject(shutDownError()));
-    // Granted while the circuit was opening (by a waiter shed just before): it must not run.
-    else if (this.#circuit.state === 'OPEN') {
-      this.#dismiss(
-        call,
-        permit,
-        this.#fallback.answer('open', call.args as A, new CircuitOpenError('OPEN')),
-      );
-    } else this.#start(call, permit);
+    if (this.#shut || this.#circuit.state === 'OPEN') this.#dismiss(call, permit);
+    else this.#start(call, permit);
   }
 
-  /** A granted call that must not run: its permit goes back unused, its caller gets `answer`. */
-  #dismiss(call: Call, permit: Permit, answer: Promise<R>): void {
+  /**
+   * A granted call that must not run: its permit goes back unused. Its caller gets `SHUTDOWN` (a
+   * shared limiter outlives the guard: a late grant goes straight back), or the `open` answer (granted
+   * while the circuit was opening, by a waiter shed just before).
+   */
+  #dismiss(call: Call, permit: Permit): void {
+    const answer = this.#shut
+      ? Promise.reject<R>(shutDownError())
+      : this.#fallback.answer('open', call.args as A, new CircuitOpenError('OPEN'));
     permit.ignore();
     this.#calls.untime(call);
     this.#circuit.endTrial(call);
@@ -178,7 +180,6 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * breaker failure, and a trial frees its slot only in its own HALF_OPEN episode.
    */
   _refused(call: Call, error: LimitExceededError): void {
-    this.#fireClock?.unprime(); // (the fallback may run next)
     call.unmark(CallFlag.WAITING);
     this.#calls.untime(call);
     this.#circuit.endTrial(call);

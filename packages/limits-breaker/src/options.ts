@@ -288,8 +288,7 @@ export function checkBreaker(breaker: unknown): OpossumBreaker {
 
 /**
  * @internal The guard's own limiter (when no `limiter` is given); it checks its options itself and
- * starts no timer until used. `clock`: its clock (the guard's, possibly as a `FireClock`), unless
- * `limit.clock` gives one.
+ * starts no timer until used. `clock`: its clock (the guard's), unless `limit.clock` gives one.
  */
 export function ownLimiter(o: CheckedOptions, clock: Clock | undefined): Limiter {
   return new Limiter({

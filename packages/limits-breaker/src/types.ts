@@ -55,8 +55,10 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    */
   probeSlots?: number;
   /**
-   * Each call's time budget in ms, end to end, or `false`: counted from `fire()`, it covers the wait
-   * for a permit in the limiter's queue and the action. When it runs out the caller is answered at
+   * Each call's time budget in ms, end to end, or `false`: counted from `fire()` (for a call that
+   * waits for a permit, from the end of the synchronous run that called `fire()`: never early, late
+   * by at most the rest of that run), it covers the wait for a permit in the limiter's queue and the
+   * action. When it runs out the caller is answered at
    * once (fallback reason `timeout`, or a `CallTimeoutError`) in every phase:
    * - still waiting for a permit: the call leaves the limiter's queue; it never reached the
    *   downstream, so it is neither a breaker failure nor a limiter sample (a HALF_OPEN trial frees
@@ -95,7 +97,11 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
   latencyWindowMs?: number;
   /** Histograms in the latency window (memory is bounded by their number). @default 6 */
   latencyBuckets?: number;
-  /** Time source and timers (for `timeoutMs` budgets and latency). @default the system clock */
+  /**
+   * Time source and timers (for `timeoutMs` budgets and latency). It need not be monotonic: the guard
+   * absorbs a backward jump (its time goes on from where it was), as limits-core's limiter does.
+   * @default the system clock
+   */
   clock?: Clock;
   /** The opossum CircuitBreaker class to use. @default the installed `opossum` peer dependency */
   CircuitBreaker?: OpossumConstructor;

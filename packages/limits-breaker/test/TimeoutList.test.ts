@@ -118,3 +118,72 @@ describe('TimeoutList', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+/**
+ * Issue 9's timed burst row (bench/RESULTS.md, "Session 14"): a call queued in `fire()` enters the
+ * list with its budget start unknown (`addPending`); every pending entry gets one start at the end of
+ * the synchronous run that fired it (`stamp`), or when an entry with a known start is added after
+ * them.
+ */
+describe('TimeoutList: entries waiting for their budget start', () => {
+  useFakeTimersPerTest();
+  beforeEach(() => {
+    vi.setSystemTime(0);
+  });
+
+  function pending(expired: string[], name: string): Timed {
+    return { ...entry(expired, name), fired: -1_000 }; // (a stale value: never read while pending)
+  }
+
+  test('pending entries arm no timer and never expire until stamped; then they expire together', () => {
+    const list = new TimeoutList(clock, 100);
+    const expired: string[] = [];
+    list.addPending(pending(expired, 'a'));
+    list.addPending(pending(expired, 'b'));
+    expect(list.pending).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(500);
+    expect(expired).toEqual([]);
+    list.stamp(Date.now()); // 500
+    expect(list.pending).toBe(false);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(99);
+    expect(expired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(expired).toEqual(['a@600', 'b@600']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  test('an entry added with its start stamps the pending ones before it first (the list stays sorted)', () => {
+    const list = new TimeoutList(clock, 100);
+    const expired: string[] = [];
+    list.add(entry(expired, 'a')); // fired 0
+    vi.advanceTimersByTime(20);
+    list.addPending(pending(expired, 'b'));
+    vi.advanceTimersByTime(20);
+    list.add(entry(expired, 'c')); // fired 40: b is stamped 40 too
+    expect(list.pending).toBe(false);
+    vi.advanceTimersByTime(60);
+    expect(expired).toEqual(['a@100']);
+    vi.advanceTimersByTime(40);
+    expect(expired).toEqual(['a@100', 'b@140', 'c@140']);
+  });
+
+  test('removing the first pending entry keeps the others pending; clear() forgets them', () => {
+    const list = new TimeoutList(clock, 100);
+    const expired: string[] = [];
+    const a = pending(expired, 'a');
+    list.addPending(a);
+    list.addPending(pending(expired, 'b'));
+    list.remove(a);
+    expect(list.pending).toBe(true);
+    list.stamp(10);
+    vi.advanceTimersByTime(110);
+    expect(expired).toEqual(['b@110']);
+    list.addPending(pending(expired, 'c'));
+    list.clear();
+    expect(list.pending).toBe(false);
+    list.stamp(200); // nothing pending: no timer
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
