@@ -73,8 +73,10 @@ export class InFlightCalls implements HoldOwner {
    * timeout list now, and its budget starts when the synchronous run that fired it ends (one clock
    * read for every call queued in that run, at the first microtask after it; or at the next call
    * granted at once, whichever comes first). So a queued call's timeout never comes early, and
-   * comes late by at most the rest of that run: with 10,000 calls fired at once, a clock read per
-   * call (35–40 ns on Node 20) was about a tenth of the guard's cost per call.
+   * comes late by at most the rest of that run. With 10,000 calls fired at once, a reading per queued
+   * call reached `fire()` as a boxed number, and the young-generation collections during the burst
+   * kept more and took longer: the guard's timed burst ran about 8 % slower than without
+   * (bench/RESULTS.md, "Session 14").
    */
   budgetLater(call: Call): void {
     // (`call.fired` is left as it is until the stamp: a NaN there would make V8 box the field.)
