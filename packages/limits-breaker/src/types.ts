@@ -58,8 +58,8 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    * Each call's time budget in ms, end to end, or `false`: counted from `fire()` (for a call that
    * waits for a permit, from the end of the synchronous run that called `fire()`: never early, late
    * by at most the rest of that run), it covers the wait for a permit in the limiter's queue and the
-   * action. When it runs out the caller is answered at
-   * once (fallback reason `timeout`, or a `CallTimeoutError`) in every phase:
+   * action. When it runs out the caller is answered at once (fallback reason `timeout`, or a
+   * `CallTimeoutError`) in every phase:
    * - still waiting for a permit: the call leaves the limiter's queue; it never reached the
    *   downstream, so it is neither a breaker failure nor a limiter sample (a HALF_OPEN trial frees
    *   its slot);
