@@ -23,6 +23,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const arg = (name, fallback) => {
@@ -71,12 +72,6 @@ function run(s, cpu) {
     });
   });
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((x, y) => x - y);
-  const n = s.length;
-  return n % 2 === 1 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
 
 const results = { a: [], b: [] };
 for (let r = 0; r < rounds; r++) {

@@ -95,8 +95,10 @@ export class Call extends CallContext implements Timed, PermitRequest, CircuitTi
    */
   start: number = undefined as unknown as number;
   /**
-   * Clock ms when `fire()` was called, rounded up to a whole ms (see `InFlightCalls.budget`): the
-   * call's `timeoutMs` budget (queue wait + execution) runs from here. Set only with a timeout.
+   * Clock ms when the call's `timeoutMs` budget (queue wait + execution) started, rounded up to a
+   * whole ms: at `fire()` for a call granted at once (`InFlightCalls.budget`), at the end of the
+   * synchronous run that fired it for a queued one (`InFlightCalls.budgetLater`). Set only with a
+   * timeout.
    */
   fired = 0;
   /**

@@ -31,19 +31,18 @@ export class InFlightCalls implements HoldOwner {
 
   /**
    * @param limiter - the guard's limiter (a hold collected unreleased is reported on its `leak` event).
-   * @param o - the guard's options: whether the limiter is its own, on the system clock (see `budget`).
+   * @param sameClock - the limiter is the guard's own, on the system clock (see `budget`). The system
+   *   clock never jumps back, so the limiter's readings are the guard's; an injected one may, and each
+   *   then absorbs a jump on its own (see `MonotonicClock`).
    */
   constructor(
     clock: Clock,
     timeoutMs: number | false,
     readonly limiter: Limiter,
-    o: { clock?: unknown; limiter?: unknown; limit?: { clock?: unknown } | undefined },
+    sameClock: boolean,
   ) {
     this.#clock = clock;
-    // (The system clock never jumps back: the limiter's readings are the guard's. An injected one may,
-    // and each side then absorbs the jump on its own: see `MonotonicClock`.)
-    this.#sameClock =
-      o.clock === undefined && o.limiter === undefined && o.limit?.clock === undefined;
+    this.#sameClock = sameClock;
     this.#timeouts = timeoutMs === false ? undefined : new TimeoutList(clock, timeoutMs);
   }
 

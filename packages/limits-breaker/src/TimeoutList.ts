@@ -2,7 +2,10 @@ import type { Clock } from 'limits-core';
 
 /** @internal An entry of the timeout list. */
 export interface Timed {
-  /** Clock ms when its budget started, at `fire()` (it times out `timeoutMs` later). */
+  /**
+   * Clock ms when its budget started (it times out `timeoutMs` later); not read while the entry is
+   * pending (see {@link TimeoutList.addPending}).
+   */
   fired: number;
   prev: Timed | undefined;
   next: Timed | undefined;
@@ -13,7 +16,8 @@ export interface Timed {
 /**
  * @internal Per-call timeouts with one timer for all calls. Every call gets the same timeout, so
  * calls time out in the order they were fired (entered in `fire()`, before the call waits for a
- * permit): a FIFO list is already sorted by due time, adding and
+ * permit; budget starts never go backwards along the list): a FIFO list is already sorted by due
+ * time, adding and
  * removing are O(1), and a single timer armed for the head is enough. opossum arms a `setTimeout`
  * per call instead.
  */

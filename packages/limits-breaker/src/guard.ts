@@ -24,7 +24,7 @@ import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import { MonotonicClock } from './MonotonicClock.js';
 import type { OpossumBreaker } from './opossum.js';
-import { checkGuardOptions, ownLimiter } from './options.js';
+import { checkGuardOptions, ownLimiter, ownOnSystemClock } from './options.js';
 import type { PermitHold } from './PermitHold.js';
 import type { CircuitState, GuardedAction, GuardOptions, GuardStats } from './types.js';
 
@@ -85,7 +85,7 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
       () => this.listenerCount('fallback') > 0,
       (cause) => this._emitSafely('fallback', cause),
     );
-    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.limiter, o);
+    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.limiter, ownOnSystemClock(o));
     this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
   }
 

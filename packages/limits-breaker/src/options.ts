@@ -286,6 +286,11 @@ export function checkBreaker(breaker: unknown): OpossumBreaker {
   );
 }
 
+/** @internal Whether the guard makes its own limiter and both read the system clock. */
+export function ownOnSystemClock(o: CheckedOptions): boolean {
+  return o.limiter === undefined && o.clock === undefined && o.limit?.clock === undefined;
+}
+
 /**
  * @internal The guard's own limiter (when no `limiter` is given); it checks its options itself and
  * starts no timer until used. `clock`: its clock (the guard's), unless `limit.clock` gives one.
