@@ -290,7 +290,7 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
 });
 
 describe('WindowedLimit', () => {
-  test('feeds the delegate one aggregate sample per window, dropped if any sample was', () => {
+  test('feeds each sample at once with its own start, in-flight and drop, and the aggregate RTT of its window so far', () => {
     const seen: Sample[] = [];
     const delegate = {
       limit: 10,
@@ -305,16 +305,23 @@ describe('WindowedLimit', () => {
       minSamples: 2,
       aggregate: 0.5,
     });
-    w.update(s(10, 3, false, 0));
-    w.update(s(30, 5, true, 1));
-    w.update(s(20, 4, false, 2));
-    expect(seen).toHaveLength(0);
-    w.update(s(40, 2, false, 3)); // 4th sample closes the window
-    // p50 of [10, 20, 30, 40] = the 2nd value = 20; earliest start 0; largest in-flight 5; dropped.
-    expect(seen).toEqual([{ startTime: 0, rtt: 20, inflight: 5, dropped: true }]);
+    w.update(s(10, 3, false, 0)); // one sample, under minSamples and no window before: its own RTT
+    w.update(s(30, 5, true, 1)); // p50 of [10, 30] = 10
+    w.update(s(20, 4, false, 2)); // p50 of [10, 20, 30] = 20
+    w.update(s(40, 2, false, 3)); // p50 of [10, 20, 30, 40] = 20
+    expect(seen).toEqual([
+      { startTime: 0, rtt: 10, inflight: 3, dropped: false },
+      { startTime: 1, rtt: 10, inflight: 5, dropped: true },
+      { startTime: 2, rtt: 20, inflight: 4, dropped: false },
+      { startTime: 3, rtt: 20, inflight: 2, dropped: false },
+    ]);
+    // The window held 4 (maxSamples): the next sample starts a new one, under minSamples: it is
+    // handed the last window's aggregate.
+    w.update(s(99, 1, false, 4));
+    expect(seen[4]).toEqual({ startTime: 4, rtt: 20, inflight: 1, dropped: false });
   });
 
-  test('closes a window by time and skips one with too few samples', () => {
+  test('starts a new window by time; while it is young, the last full window speaks for it', () => {
     const seen: Sample[] = [];
     const delegate = {
       limit: 10,
@@ -324,13 +331,15 @@ describe('WindowedLimit', () => {
       },
     };
     const w = new WindowedLimit(delegate, { windowMs: 100, minSamples: 3 });
-    w.update(s(10, 1, false, 0)); // ends at 10
-    w.update(s(10, 1, false, 200)); // ends at 210: the window spans 200 ms ≥ 100 → closes with 2 < 3
-    expect(seen).toHaveLength(0);
-    for (let i = 0; i < 3; i++) w.update(s(10 + i, 1, false, 300 + i));
-    w.update(s(10, 1, false, 500)); // closes the 3-sample window (plus this one): average
-    expect(seen).toHaveLength(1);
-    expect(seen[0]?.rtt).toBeCloseTo((10 + 11 + 12 + 10) / 4, 9);
+    w.update(s(10, 1, false, 0)); // ends at 10: a window starts
+    w.update(s(12, 1, false, 1));
+    w.update(s(14, 1, false, 2)); // 3 samples: their average, 12
+    expect(seen.map((x) => x.rtt)).toEqual([10, 12, 12]);
+    w.update(s(50, 1, false, 200)); // ends at 250, 240 ms after the window began: a new one
+    expect(seen[3]?.rtt).toBe(12);
+    w.update(s(60, 1, false, 201));
+    w.update(s(70, 1, false, 202)); // 3 samples again: (50 + 60 + 70) / 3
+    expect(seen[5]?.rtt).toBeCloseTo(60, 9);
   });
 });
 

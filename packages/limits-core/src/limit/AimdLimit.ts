@@ -29,8 +29,11 @@ export interface AimdLimitOptions {
   /** Units the limit grows per round of `limit` successful samples once past slow start. @default 1 */
   increaseBy?: number;
   /**
-   * A sample slower than this counts as a drop, in ms (Netflix's AIMD has the same option).
-   * @default Infinity
+   * A sample slower than this counts as a drop, in ms (Netflix's AIMD has the same option), and a
+   * call still in flight past it is late (see {@link AimdLimit.lateAfterMs}). Unset, both use a
+   * retransmission timeout learned from the samples, as TCP's (RFC 6298): `srtt + max(4 × rttvar,
+   * srtt)`.
+   * @default Infinity (the learned retransmission timeout)
    */
   timeoutMs?: number;
   /**
@@ -45,8 +48,15 @@ export interface AimdLimitOptions {
  * Additive increase, multiplicative decrease: loss-based, for downstreams whose only congestion
  * signal is a timeout or an explicit overload reply.
  *
+ * A call that takes longer than a timeout is a loss, whether it comes back late or not at all: the
+ * timeout is `timeoutMs` when set, else TCP's retransmission timeout over the successful samples,
+ * `srtt + max(4 × rttvar, srtt)` ({@link AimdLimit.lateAfterMs}). A limiter reports calls still in
+ * flight past it, and each report counts as a drop (reason `late`). Without it a limit whose calls
+ * never come back (a downstream that drops requests silently, a task that retries inside its
+ * permit) would never hear a sample and never come down.
+ *
  * Per sample:
- * - dropped (or `rtt > timeoutMs`) → `limit × backoffRatio` (reason `drop`), **once per round**: a drop
+ * - dropped (or slower than the timeout) → `limit × backoffRatio` (reason `drop`), **once per round**: a drop
  *   from a call that started before the last decrease is ignored, since that decrease already answered
  *   the load it was admitted under (TCP's one reduction per window; per-sample backoff would collapse
  *   the limit when a whole round times out together);
@@ -70,6 +80,9 @@ export class AimdLimit implements LimitAlgorithm {
   #slowStart: boolean;
   #limit: number;
   #lastDecreaseAt = -Infinity;
+  /** Smoothed RTT and its mean deviation over the successful samples (RFC 6298); NaN before the first. */
+  #srtt = Number.NaN;
+  #rttvar = 0;
 
   /**
    * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
@@ -109,14 +122,41 @@ export class AimdLimit implements LimitAlgorithm {
     return this.#limit;
   }
 
+  /**
+   * The age in ms past which a call still in flight is late: `timeoutMs` when set, else the
+   * retransmission timeout over the successful samples, `srtt + max(4 × rttvar, srtt)` (at least
+   * twice the smoothed RTT; `Infinity` before the first sample).
+   */
+  get lateAfterMs(): number {
+    if (this.#timeoutMs !== Infinity) return this.#timeoutMs;
+    const srtt = this.#srtt;
+    return Number.isNaN(srtt) ? Infinity : srtt + Math.max(4 * this.#rttvar, srtt);
+  }
+
+  /**
+   * `count` calls still in flight have just passed {@link AimdLimit.lateAfterMs}: a drop (reason
+   * `late`), `limit × backoffRatio`, once per report (a hanging call says as much as a timeout); ends
+   * slow start. Called by the limiter; a count < 1 does nothing.
+   */
+  onLate(count: number, _inflight: number): void {
+    if (!(count >= 1)) return;
+    this.#slowStart = false;
+    this.#limit = clamp(this.#limit * this.#backoff, this.#minLimit, this.#maxLimit);
+    this.lastDecision = { reason: 'late', rttMs: this.lateAfterMs };
+  }
+
   /** Feeds one sample; returns the new limit. */
   update(input: Sample): number {
     const sample = usableSample(input);
     if (sample === undefined) return this.#limit;
+    // Slower than the timeout (the retransmission timeout before this sample when `timeoutMs` is
+    // unset): a loss, as a call still out at that age is.
+    const slow = sample.rtt > this.lateAfterMs;
+    if (!sample.dropped) this.#smooth(sample.rtt);
     const L = this.#limit;
     let next = L;
     let reason: LimitReason;
-    if (sample.dropped || sample.rtt > this.#timeoutMs) {
+    if (sample.dropped || slow) {
       reason = 'drop';
       if (sample.startTime >= this.#lastDecreaseAt) {
         next = L * this.#backoff;
@@ -132,5 +172,16 @@ export class AimdLimit implements LimitAlgorithm {
     this.#limit = clamp(next, this.#minLimit, this.#maxLimit);
     this.lastDecision = { reason, rttMs: sample.rtt };
     return this.#limit;
+  }
+
+  /** RFC 6298's smoothed RTT and mean deviation, from one successful sample. */
+  #smooth(rtt: number): void {
+    if (Number.isNaN(this.#srtt)) {
+      this.#srtt = rtt;
+      this.#rttvar = rtt / 2;
+      return;
+    }
+    this.#rttvar += (Math.abs(this.#srtt - rtt) - this.#rttvar) / 4;
+    this.#srtt += (rtt - this.#srtt) / 8;
   }
 }

@@ -169,7 +169,7 @@ export class GradientLimit extends ProbingLimit {
       integer: true,
     });
     const longCap = checkNumber('gradient.longCap', options.longCap, 1, { min: 1 });
-    super(bounds, new NoLoadRtt(options, 'gradient'));
+    super(bounds, new NoLoadRtt(options, 'gradient', Math.min(1.25, Math.max(1.1, tolerance))));
     this.#tolerance = tolerance;
     this.#allowance = allowance;
     this.#smoothing = smoothing;
@@ -196,15 +196,16 @@ export class GradientLimit extends ProbingLimit {
     } else {
       let short = this.#short.add(sample.rtt);
       long = this.#long.add(sample.rtt);
-      // An answer on time after late calls, while the short average reads the lowest gradient (a
-      // spike's RTTs): the slowdown is over, and the average starts over from it instead of holding
-      // the gradient at its floor for about 20 more samples (with the spike's calls still holding
-      // most permits, those come one at a time). Only after late calls: a queue that builds (or a
-      // baseline a probe just lowered) is not a slowdown that ended.
+      // An answer on time after late calls (within twice the baseline: the jitter of a healthy
+      // downstream reaches past the tolerance), while the short average reads the lowest gradient
+      // (a spike's RTTs): the slowdown is over, and the average starts over from it instead of
+      // holding the gradient at its floor for about 20 more samples (with the spike's calls still
+      // holding most permits, those come one at a time). Only after late calls: a queue that builds
+      // (or a baseline a probe just lowered) is not a slowdown that ended.
       const base = this.baselineRttMs;
       if (
         this.#lateSeen &&
-        sample.rtt <= this.#tolerance * base &&
+        sample.rtt <= 2 * base &&
         short * MIN_GRADIENT >= this.#tolerance * base
       ) {
         this.#lateSeen = false;

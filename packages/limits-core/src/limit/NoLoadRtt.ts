@@ -44,8 +44,9 @@ const SAME_RTT = 0.97;
 const SHALLOW_RUN = 3;
 
 /**
- * The baseline is stale when no usable sample came within {@link FRESH} of it for this long (ms, on
- * the samples' clock): the next sample then starts the deepest probe, whose result replaces the
+ * The baseline is stale when no usable sample came within {@link FRESH} of it (with the recent
+ * average RTT also within it), and no probe measured, for this long (ms, on the samples' clock):
+ * the next sample then starts the deepest probe, whose result replaces the
  * baseline whatever it is (BBR's 10 s min-RTT expiry and ProbeRTT). Without it a downstream whose
  * no-load latency moved up for good (20 ms → 500 ms) would keep the limit at its floor: every call
  * reads as queueing and late, and shallow probes may raise the baseline only ×2 at a time. Shorter
@@ -145,15 +146,29 @@ export class NoLoadRtt {
   #probeStart = 0;
   #probeSeen = 0;
   readonly #probeRtts: number[] = [];
+  /**
+   * A dip's fallback: the RTTs of its samples admitted under the fewest units in flight seen
+   * (`#leastInflight`), for when none was admitted within the dip (see `#observeProbe`).
+   */
+  readonly #leastRtts: number[] = [];
+  #leastInflight = Infinity;
   /** End time of the last usable sample within {@link FRESH} of the baseline (see {@link BASELINE_MAX_AGE_MS}). */
   #freshAt = Number.NaN;
+  /** See the constructor's `fresh`. */
+  readonly #fresh: number;
 
   /**
    * @param owner - the option prefix in messages; an algorithm passes its own (with its options,
    *   whose keys it checks itself). Standalone (`'probe'`), unknown keys are refused here.
    * @throws RangeError/TypeError naming an option out of range or of the wrong type, or unknown.
    */
-  constructor(options: NoLoadRttOptions = {}, owner = 'probe') {
+  /**
+   * @param fresh - how far above the baseline (a factor) the RTTs may be and still keep it fresh: an
+   *   algorithm whose rule tolerates less (Gradient's `tolerance`) passes that, or a latency that
+   *   moved up by less than {@link FRESH} would hold its limit for good without ever going stale.
+   */
+  constructor(options: NoLoadRttOptions = {}, owner = 'probe', fresh = FRESH) {
+    this.#fresh = fresh;
     if (owner === 'probe') checkKeys('NoLoadRtt', options, NO_LOAD_RTT_KEYS, 'probe.');
     this.#probeMultiplier = checkNumber(`${owner}.probeMultiplier`, options.probeMultiplier, 30, {
       min: 1,
@@ -216,7 +231,10 @@ export class NoLoadRtt {
       // The RTT at the full limit, for the probes' end (an average over about 16 samples).
       this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
       const end = sample.startTime + rtt;
-      if (rtt <= this.value * FRESH || Number.isNaN(this.#freshAt)) this.#freshAt = end;
+      // Fresh: this sample and the recent average are both near the baseline (one sample at the low
+      // edge of the noise must not keep a baseline the latency has left fresh).
+      const near = this.value * this.#fresh;
+      if ((rtt <= near && this.#loaded <= near) || Number.isNaN(this.#freshAt)) this.#freshAt = end;
       else stale = end - this.#freshAt >= BASELINE_MAX_AGE_MS;
     }
     if (stale) return this.#startProbe(sample, limit, minLimit, true);
@@ -302,8 +320,13 @@ export class NoLoadRtt {
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
-    // The probe's end keeps the baseline fresh (or replaces it): the next expiry is a full age away.
-    this.#freshAt = this.#probeStart;
+    this.#leastRtts.length = 0;
+    this.#leastInflight = Infinity;
+    // The deepest probe answers a stale baseline: the next one is a full age away, whatever it finds.
+    // Another probe keeps the baseline fresh only if it measures something (see `#observeProbe`): a
+    // dip that no sample came in under (the limiter's probe slots keep more calls out) must not hold
+    // off the deepest probe for ever.
+    if (stale) this.#freshAt = this.#probeStart;
     // Every few probes (and the first) dip to half at most: only such a dip may raise the baseline
     // within ±10 % (the first baseline is often a sample at the noise's low edge).
     const depth = stale
@@ -327,20 +350,30 @@ export class NoLoadRtt {
       return 'none';
     }
     this.#probeSeen++;
-    if (
-      !sample.dropped &&
-      rttUsable(sample.rtt) &&
-      sample.startTime >= this.#probeStart &&
-      sample.inflight <= this.dipLimit
-    ) {
-      this.#probeRtts.push(sample.rtt);
+    if (!sample.dropped && rttUsable(sample.rtt) && sample.startTime >= this.#probeStart) {
+      if (sample.inflight <= this.dipLimit) this.#probeRtts.push(sample.rtt);
+      else this.#least(sample.inflight, sample.rtt);
     }
     const wanted = this.#probeSamples;
     // A dip is bounded: if traffic cannot fill it with clean samples (light load, all drops),
     // give up after the in-flight of the old limit has drained twice over.
-    const count = this.#probeRtts.length;
-    if (count < wanted && this.#probeSeen < 2 * limit + 20) return 'dip';
+    if (this.#probeRtts.length < wanted && this.#probeSeen < 2 * limit + 20) return 'dip';
     this.#probing = false;
+    // When no sample came in within the dip (a limiter's probe slots keep more calls out than the
+    // dip's limit), the samples admitted under the fewest calls are the closest to no load there is:
+    // the deepest probe, which replaces a stale baseline whatever it measures, takes them, and so
+    // does a dip whose fewest calls were at most half the limit (a load well below it). Without them
+    // every such dip would end without a result, each sooner than the last, until the baseline went
+    // stale (every call read as queueing meanwhile, the limit held at its floor).
+    if (
+      this.#probeRtts.length === 0 &&
+      (this.#staleProbe || (!this.open && this.#leastInflight <= limit / 2))
+    ) {
+      this.#probeRtts.push(...this.#leastRtts);
+    }
+    const count = this.#probeRtts.length;
+    // A probe that measured keeps (or made) the baseline fresh: the next expiry is a full age away.
+    if (count > 0) this.#freshAt = sample.startTime + sample.rtt;
     let moved = false;
     let far = false;
     if (count > 0) {
@@ -390,6 +423,15 @@ export class NoLoadRtt {
     this.#recheck = moved || this.#mustDip;
     this.#untilProbe = this.#spacing();
     return 'end';
+  }
+
+  /** Keeps the RTTs of the probe's samples admitted under the fewest units in flight seen. */
+  #least(inflight: number, rtt: number): void {
+    if (inflight < this.#leastInflight) {
+      this.#leastInflight = inflight;
+      this.#leastRtts.length = 0;
+    }
+    if (inflight === this.#leastInflight) this.#leastRtts.push(rtt);
   }
 
   /** Jittered spacing in rounds (a sample is `1 / limit` of one); by default the next probe's. */

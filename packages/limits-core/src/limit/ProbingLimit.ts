@@ -29,12 +29,13 @@ const DECAY_PER_ROUND = 0.5;
 /**
  * The app-limited rule: a sample admitted under `inflight` units judges the limit `L` over 1.5× that
  * (2× while slow start doubles per round: its samples were admitted under half the limit they now
- * judge). A plain function, not a private method: called twice per sample, the method was not
- * inlined (its two calls took about 100 machine instructions per sample; a Vegas call did about 200
- * fewer without them, bench/RESULTS.md "Session 13").
+ * judge), unless it used every whole unit the limit lets through (`inflight ≥ floor(L)`): a limit of
+ * 1.5 lets one call through, and a sample that took it is at full use. (Judged against `L` alone,
+ * every estimate in (1.5, 2) would read one call in flight as unused, and the limit could never grow
+ * from there.)
  */
 function appLimited(slowStart: boolean, inflight: number, L: number): boolean {
-  return (slowStart ? 2 : HEADROOM) * inflight < L;
+  return (slowStart ? 2 : HEADROOM) * inflight < L && inflight < Math.floor(L);
 }
 
 /** The bounds every probe-based algorithm takes, with the probe options of its {@link NoLoadRtt}. */

@@ -1,3 +1,6 @@
+/** A regain holds probes off for at most this many rounds at its target level (see `regaining`). */
+const REGAIN_ROUNDS = 4;
+
 /**
  * Slow start for the delay-based algorithms: growth doubles per round (each sample adds 1) instead
  * of the algorithm's additive step. Internal (not exported from the package since 0.2.0).
@@ -26,6 +29,8 @@ export class SlowStart {
   #rearmed = false;
   /** The initial slow start is paused: the caller did not use the limit (see {@link SlowStart.pause}). */
   #paused = false;
+  /** Decisions since slow start was re-armed. */
+  #regainSamples = 0;
 
   /** @param max - the level the initial slow start may reach (the algorithm's maximum). */
   constructor(max: number) {
@@ -33,9 +38,14 @@ export class SlowStart {
     this.#target = max;
   }
 
-  /** True while a re-armed slow start climbs back toward the good level. */
+  /**
+   * True while a re-armed slow start climbs back toward the good level, for at most
+   * {@link REGAIN_ROUNDS} rounds at that level (the algorithms hold their probes meanwhile: a regain
+   * that stalls below the level, its samples steady, must not hold off the probe that would find
+   * the baseline moved).
+   */
   get regaining(): boolean {
-    return this.active && this.#rearmed;
+    return this.active && this.#rearmed && this.#regainSamples < REGAIN_ROUNDS * this.#target;
   }
 
   /**
@@ -76,6 +86,7 @@ export class SlowStart {
    * @param now - the end time of the sample (clock ms).
    */
   after(before: number, limit: number, validated: boolean, growing: boolean, now: number): void {
+    if (this.#rearmed) this.#regainSamples++;
     if (this.active && limit >= this.#target) this.active = false;
     if (this.#paused && validated && growing) {
       this.#paused = false;
@@ -111,5 +122,6 @@ export class SlowStart {
     this.#paused = false;
     this.#since = now;
     this.#target = this.#good;
+    this.#regainSamples = 0;
   }
 }

@@ -8,16 +8,16 @@ const KEYS = ['windowMs', 'maxSamples', 'minSamples', 'aggregate'] as const;
 /** Options of {@link WindowedLimit}. */
 export interface WindowedLimitOptions {
   /**
-   * A window closes when its samples span this many ms (by end time: `startTime + rtt`).
-   * Netflix's WindowedLimit closes windows after 1 s.
+   * A window ends when its samples span this many ms (by end time: `startTime + rtt`); the next
+   * one starts empty. Netflix's WindowedLimit uses 1 s windows.
    * @default 1000
    */
   windowMs?: number;
-  /** A window also closes once it holds this many samples, an integer ≥ 1. @default `max(100, minSamples)` */
+  /** A window also ends once it holds this many samples, an integer ≥ 1. @default `max(100, minSamples)` */
   maxSamples?: number;
   /**
-   * A closed window with fewer samples is skipped (too little data to judge), an integer in
-   * `[1, maxSamples]`.
+   * Until a window holds this many samples, the aggregate of the last window that did is used
+   * (each sample's own RTT before any did), an integer in `[1, maxSamples]`.
    * @default `min(10, maxSamples)`
    */
   minSamples?: number;
@@ -30,11 +30,16 @@ export interface WindowedLimitOptions {
 }
 
 /**
- * Feeds the wrapped algorithm one aggregate sample per window of samples instead of every sample:
- * smooths noisy RTTs and cuts the algorithm's work at high call rates.
+ * Smooths the RTTs a wrapped algorithm hears: each sample is handed on at once, with its own start,
+ * in-flight count and drop, but with the aggregate RTT of the window it falls in (the average, or a
+ * percentile: a tail percentile reacts to queueing that an average hides), over the window's samples
+ * so far; while a window is younger than `minSamples`, over the last window that reached it.
  *
- * The aggregate sample has the window's earliest `startTime`, the aggregate RTT, the largest
- * `inflight`, and `dropped` set if any sample in the window was dropped.
+ * Each sample still reaches the wrapped algorithm when it ends: its rules count in samples and judge
+ * a sample against the limit it was admitted under (Vegas and AIMD step once per round of `limit`
+ * samples, a probe wants samples admitted under its dip, the app-limited rule compares a sample's
+ * in-flight count with the limit), and holding a window's samples back would slow each of them by
+ * the window and have them judge a limit that moved since.
  *
  * @example
  * ```ts
@@ -48,15 +53,16 @@ export class WindowedLimit implements LimitAlgorithm {
   readonly #maxSamples: number;
   readonly #minSamples: number;
   readonly #percentile: number | undefined;
-  readonly #rtts: number[] = [];
-  #start = Infinity;
-  #firstEnd = 0;
+  /** The current window's RTTs, sorted (for a percentile), and their sum (for the average). */
+  readonly #sorted: number[] = [];
   #sum = 0;
-  #maxInflight = 0;
-  #dropped = false;
+  /** End time of the window's first sample. */
+  #firstEnd = 0;
+  /** The aggregate of the last window that reached `minSamples` (NaN: none yet). */
+  #last = Number.NaN;
 
   /**
-   * @param delegate - the algorithm fed one sample per window.
+   * @param delegate - the algorithm fed the samples with their window's aggregate RTT.
    * @throws RangeError/TypeError naming the option, the allowed range and the value given; TypeError
    *   for an unknown option (with the nearest valid name).
    */
@@ -119,40 +125,49 @@ export class WindowedLimit implements LimitAlgorithm {
     this.delegate.onLate?.(count, inflight);
   }
 
-  /** Adds the sample to the window; feeds the delegate when the window closes. */
+  /** Adds the sample to its window and feeds it to the delegate with the window's aggregate RTT. */
   update(input: Sample): number {
     const sample = usableSample(input);
     if (sample === undefined) return this.delegate.limit;
     const end = sample.startTime + sample.rtt;
-    if (this.#rtts.length === 0) this.#firstEnd = end;
-    this.#rtts.push(sample.rtt);
-    this.#sum += sample.rtt;
-    if (sample.startTime < this.#start) this.#start = sample.startTime;
-    if (sample.inflight > this.#maxInflight) this.#maxInflight = sample.inflight;
-    if (sample.dropped) this.#dropped = true;
-    const n = this.#rtts.length;
-    if (n < this.#maxSamples && end - this.#firstEnd < this.#windowMs) return this.delegate.limit;
-    let result = this.delegate.limit;
-    if (n >= this.#minSamples) {
-      result = this.delegate.update({
-        startTime: this.#start,
-        rtt: this.#aggregate(),
-        inflight: this.#maxInflight,
-        dropped: this.#dropped,
-      });
+    const sorted = this.#sorted;
+    if (sorted.length >= this.#maxSamples || end - this.#firstEnd >= this.#windowMs) {
+      sorted.length = 0;
+      this.#sum = 0;
     }
-    this.#rtts.length = 0;
-    this.#sum = 0;
-    this.#start = Infinity;
-    this.#maxInflight = 0;
-    this.#dropped = false;
-    return result;
+    if (sorted.length === 0) this.#firstEnd = end;
+    this.#insert(sample.rtt);
+    let rtt = sample.rtt;
+    if (sorted.length >= this.#minSamples) {
+      rtt = this.#aggregate();
+      this.#last = rtt;
+    } else if (!Number.isNaN(this.#last)) {
+      rtt = this.#last;
+    }
+    return this.delegate.update({
+      startTime: sample.startTime,
+      rtt,
+      inflight: sample.inflight,
+      dropped: sample.dropped,
+    });
+  }
+
+  /** Inserts `rtt` into the window's sorted RTTs. */
+  #insert(rtt: number): void {
+    const sorted = this.#sorted;
+    this.#sum += rtt;
+    let i = sorted.length;
+    sorted.push(rtt);
+    while (i > 0 && (sorted[i - 1] as number) > rtt) {
+      sorted[i] = sorted[i - 1] as number;
+      i--;
+    }
+    sorted[i] = rtt;
   }
 
   #aggregate(): number {
-    const n = this.#rtts.length;
+    const n = this.#sorted.length;
     if (this.#percentile === undefined) return this.#sum / n;
-    this.#rtts.sort((a, b) => a - b);
-    return this.#rtts[Math.min(n - 1, Math.ceil(this.#percentile * n) - 1)] as number;
+    return this.#sorted[Math.min(n - 1, Math.ceil(this.#percentile * n) - 1)] as number;
   }
 }

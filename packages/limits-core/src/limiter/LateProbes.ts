@@ -92,7 +92,8 @@ export class LateProbes {
       // others as their late calls end.
       this.#recovered = true;
       this.#blocked = true;
-      this.extra -= this.held;
+      // (Held units may be units of the limit itself: only the extra ones go.)
+      this.extra = Math.max(0, this.extra - this.held);
       this.held = 0;
       return this.extra === 0 ? this.#reset() : false;
     }
@@ -134,9 +135,28 @@ export class LateProbes {
     return this.probing ? this.writeOff(lateOut) : this.#unpace();
   }
 
-  /** The capacity beyond the limit: the probes' extra units less those held back for pacing. */
-  get offset(): number {
-    return this.extra - this.held;
+  /**
+   * The capacity beyond `max(limit, probeSlots)` under a limit of `limit`: the extra units, at most
+   * {@link maxLateProbes} of that limit, less the units held back for pacing (negative while pacing
+   * holds back units of the limit itself).
+   */
+  offset(limit: number): number {
+    return Math.min(this.extra, maxLateProbes(limit)) - this.held;
+  }
+
+  /**
+   * The capacity under a limit of `limit`: `max(limit, probeSlots)` plus {@link LateProbes.offset},
+   * never below `probeSlots`, nor below 1 while that base allows a call: units held back for pacing
+   * never take the last unit, even after the limit shrank under them (they would come back only on
+   * ticks, and ticks run only while calls are in flight). Held units beyond what the limit leaves are
+   * dropped.
+   */
+  capacity(limit: number, probeSlots: number): number {
+    const base = Math.max(limit, probeSlots);
+    const floor = Math.max(probeSlots, Math.min(1, base));
+    const room = base + Math.min(this.extra, maxLateProbes(limit)) - floor;
+    if (this.held > room) this.held = Math.max(0, room);
+    return Math.max(floor, base + this.offset(limit));
   }
 
   /**
@@ -246,7 +266,7 @@ export class LateProbes {
 
   /** A call reported late ended. @returns whether an extra unit went (the capacity shrinks by one). */
   lateEnded(): boolean {
-    if (!this.#recovered || this.extra === 0) return false;
+    if (!this.#recovered || this.extra <= 0) return false;
     if (--this.extra === 0) this.#reset();
     return true;
   }

@@ -237,7 +237,7 @@ export class LimitFeed {
     // The units granted beyond the limit for late probes and written-off late calls are not the
     // algorithm's load: its samples count the calls within its limit (a probe dip's clean samples,
     // the app-limited rule, Gradient's target).
-    const extra = this.probes === undefined ? 0 : this.probes.offset;
+    const extra = this.probes === undefined ? 0 : this.probes.offset(this.limit);
     if (extra > 0) inflight = Math.max(1, inflight - extra);
     const sample: Sample = { startTime, rtt, inflight, dropped };
     try {

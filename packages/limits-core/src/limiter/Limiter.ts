@@ -72,7 +72,10 @@ export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner,
     const feed = new LimitFeed(o, time, this, {
       held: () => this.#permits > 0,
       onLimit: (limit) =>
-        (this.#capacity = Math.max(limit, o.probeSlots) + (feed.probes?.offset ?? 0)),
+        (this.#capacity =
+          feed.probes === undefined
+            ? Math.max(limit, o.probeSlots)
+            : feed.probes.capacity(limit, o.probeSlots)),
       inflight: () => this.#inflight,
       room: () => (o.gate === undefined ? this.#capacity - this.#inflight : Number.NaN),
       dispatch: () => this._dispatch(),
