@@ -1,6 +1,13 @@
 import { EventEmitter } from 'eventemitter3';
 import { describe, expect, test } from 'vitest';
-import { FixedLimit, Limiter, renderTimelineSvg, TimelineRecorder } from '../src/index.js';
+import {
+  FixedLimit,
+  Limiter,
+  renderTimelineSvg,
+  type TimelineMark,
+  type TimelinePoint,
+  TimelineRecorder,
+} from '../src/index.js';
 import { FakeClock } from './support/FakeClock.js';
 
 /**
@@ -209,5 +216,293 @@ describe('renderTimelineSvg', () => {
     expect(() => renderTimelineSvg([{ name: 'x' } as never])).toThrow(/"series\[0\]"/);
     expect(() => renderTimelineSvg([recorded('a', [1])], { width: 10 })).toThrow(/"width"/);
     expect(() => renderTimelineSvg([recorded('a', [1])], { heigth: 1 } as never)).toThrow(/heigth/);
+  });
+});
+
+describe('renderTimelineSvg with numbers it cannot draw', () => {
+  function point(t: number, values: Partial<TimelinePoint> = {}): TimelinePoint {
+    return {
+      t,
+      limit: 10,
+      inflightMax: 4,
+      success: 2,
+      dropped: 0,
+      failure: 0,
+      ignore: 0,
+      latencyMs: 20,
+      latencyMaxMs: 30,
+      rejected: 0,
+      fallbacks: 0,
+      state: undefined,
+      ...values,
+    };
+  }
+  function series(points: TimelinePoint[], marks: TimelineMark[] = [], bucketMs = 100) {
+    return [{ name: 'a', timeline: { bucketMs, points, marks, droppedPoints: 0 } }];
+  }
+  /** Every number in the SVG's attributes is finite, and every x within the plot's width. */
+  function expectDrawable(svg: string, width = 960): ReturnType<typeof parseSvg> {
+    expect(svg).not.toMatch(/NaN|Infinity/);
+    const elements = parseSvg(svg);
+    for (const e of elements) {
+      for (const name of ['x', 'x1', 'x2', 'width']) {
+        const v = e.attrs[name];
+        if (v === undefined) continue;
+        expect(Number(v), `${e.name} ${name}="${v}"`).toBeGreaterThanOrEqual(0);
+        expect(Number(v), `${e.name} ${name}="${v}"`).toBeLessThanOrEqual(width);
+      }
+    }
+    return elements;
+  }
+  /** The coordinates of the first line of a panel (0: limit, 1: latency, 2: rate). */
+  function line(elements: ReturnType<typeof parseSvg>, panel: number): string {
+    return elements.filter((e) => e.attrs.class === 'series')[[0, 2, 3][panel] as number]?.attrs
+      .d as string;
+  }
+
+  test('a timeline whose bucketMs is not a number in [1, 3,600,000] is refused, naming it', () => {
+    const points = [point(0), point(100)];
+    expect(() => renderTimelineSvg(series(points, [], Number.NaN))).toThrow(
+      new TypeError(
+        'limits: argument "series[0].timeline.bucketMs" of renderTimelineSvg() must be a number in [1, 3600000], got NaN',
+      ),
+    );
+    for (const bucketMs of [0, -100, 0.5, 3_600_001, 1e308, -Infinity]) {
+      expect(() => renderTimelineSvg(series(points, [], bucketMs))).toThrow(
+        new RangeError(
+          `limits: argument "series[0].timeline.bucketMs" of renderTimelineSvg() must be a number in [1, 3600000], got ${bucketMs}`,
+        ),
+      );
+    }
+    const timeline = { points, marks: [], droppedPoints: 0 };
+    expect(() => renderTimelineSvg([{ name: 'a', timeline } as never])).toThrow(
+      /"series\[0\]\.timeline\.bucketMs" .* got undefined/,
+    );
+  });
+
+  test('a timeline whose bucketMs is Infinity is refused instead of drawing time ticks forever', () => {
+    expect(() => renderTimelineSvg(series([point(0), point(100)], [], Infinity))).toThrow(
+      /"series\[0\]\.timeline\.bucketMs" .* must be a number in \[1, 3600000\], got Infinity/,
+    );
+  });
+
+  test('a timeline without a marks array is refused, naming the series', () => {
+    const timeline = { bucketMs: 100, points: [point(0)], droppedPoints: 0 };
+    expect(() => renderTimelineSvg([{ name: 'a', timeline } as never])).toThrow(
+      /argument "series\[0\]" of renderTimelineSvg\(\) must be \{ name: string, timeline: Timeline \}/,
+    );
+  });
+
+  test('a point at t = Infinity is skipped: the time axis ends with the last point that can be drawn', () => {
+    const svg = renderTimelineSvg(series([point(0), point(100), point(Infinity)]));
+    const elements = expectDrawable(svg);
+    // Two buckets, 0 to 200 ms: their middles at a quarter and three quarters of the plot.
+    expect(line(elements, 0)).toBe('M278,12L722,12');
+    expect(svg).toContain('>0.2s</text>');
+  });
+
+  test('points whose t is NaN, −Infinity or negative are skipped, wherever they are in the list', () => {
+    const points = [
+      point(Number.NaN),
+      point(0),
+      point(-100),
+      point(100),
+      point(-Infinity),
+      point(Number.NaN, { state: 'OPEN' }),
+    ];
+    const elements = expectDrawable(renderTimelineSvg(series(points)));
+    for (const panel of [0, 1, 2]) {
+      expect(line(elements, panel).match(/[ML]/g)).toEqual(['M', 'L']);
+    }
+    // No circuit band is drawn for a point that has no place on the time axis.
+    expect(elements.filter((e) => e.attrs.fill === '#f4a3a3')).toHaveLength(0);
+  });
+
+  test('a value that is not a finite number ≥ 0 leaves a gap in its line', () => {
+    const points = [
+      point(0),
+      point(100, {
+        limit: -5,
+        inflightMax: Infinity,
+        latencyMs: Number.NaN,
+        success: Number.NaN,
+        rejected: -1,
+      }),
+      point(200),
+    ];
+    const elements = expectDrawable(renderTimelineSvg(series(points), { panelHeight: 100 }));
+    const paths = elements.filter((e) => e.attrs.class === 'series').map((e) => e.attrs.d);
+    // limit, in flight, latency, completed, refused: each with a gap at the middle point.
+    expect(paths).toHaveLength(5);
+    for (const d of paths) expect(d?.match(/[ML]/g)).toEqual(['M', 'M']);
+    // Every y stays inside its panel (the limit panel runs from y=12 to y=112).
+    const ys = [...(paths[0] as string).matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) => Number(m[1]));
+    expect(ys).toEqual([12, 12]);
+  });
+
+  test('a value near the largest double, or a subnormal one, is scaled into the panel without NaN', () => {
+    const huge = renderTimelineSvg(
+      series([point(0, { limit: 1.7e308 }), point(100, { limit: Number.MAX_VALUE })]),
+      { panelHeight: 100 },
+    );
+    const ys = [...line(expectDrawable(huge), 0).matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) =>
+      Number(m[1]),
+    );
+    expect(ys.every((y) => y >= 12 && y <= 112)).toBe(true);
+    const tiny = renderTimelineSvg(
+      series([point(0, { latencyMs: 5e-324 }), point(100, { latencyMs: Number.MIN_VALUE })]),
+    );
+    expect(line(expectDrawable(tiny), 1)).toMatch(/^M[\d.]+,[\d.]+L[\d.]+,[\d.]+$/);
+  });
+
+  test('a point far in the future stretches the time axis but draws every number finite', () => {
+    expectDrawable(renderTimelineSvg(series([point(0), point(1e300), point(Number.MAX_VALUE)])));
+  });
+
+  test('a mark at NaN or ±Infinity is skipped; one before 0 or past the end is clipped to the chart', () => {
+    const marks = [
+      { label: 'nan', fromMs: Number.NaN, toMs: 50 },
+      { label: 'open-ended', fromMs: 0, toMs: Infinity },
+      { label: 'from-ever', fromMs: -Infinity, toMs: 50 },
+      { label: 'early', fromMs: -500, toMs: 100 },
+      { label: 'late', fromMs: 150, toMs: 1e9 },
+    ];
+    const svg = renderTimelineSvg(series([point(0), point(100)], marks));
+    const shaded = expectDrawable(svg).filter((e) => e.attrs.class === 'mark');
+    expect(shaded.map((e) => [e.attrs.x, e.attrs.width])).toEqual([
+      ['56', '444'], // −500..100 ms: from the left edge to the middle
+      ['722', '222'], // 150 ms..: to the right edge
+    ]);
+    expect(svg).not.toMatch(/>(nan|open-ended|from-ever)</);
+  });
+
+  test('width and panelHeight refuse NaN, ±Infinity, negative and huge values, naming the range', () => {
+    const s = series([point(0)]);
+    expect(() => renderTimelineSvg(s, { width: Number.NaN })).toThrow(
+      new TypeError('limits: option "width" must be a number in [320, 10000], got NaN'),
+    );
+    for (const width of [Infinity, -Infinity, -960, 1e9]) {
+      expect(() => renderTimelineSvg(s, { width })).toThrow(
+        new RangeError(`limits: option "width" must be a number in [320, 10000], got ${width}`),
+      );
+    }
+    for (const panelHeight of [Number.NaN, Infinity, -150, 1e9]) {
+      expect(() => renderTimelineSvg(s, { panelHeight })).toThrow(
+        /option "panelHeight" must be a number in \[60, 2000\]/,
+      );
+    }
+  });
+});
+
+describe('TimelineRecorder with a clock or numbers it cannot use', () => {
+  test('a clock whose first reading is not a finite number is refused, naming the option', () => {
+    for (const reading of [Infinity, -Infinity]) {
+      expect(() => new TimelineRecorder({ clock: { now: () => reading } })).toThrow(
+        new RangeError(
+          `limits: option "clock" must have a now() that returns a finite number (ms), got ${reading}`,
+        ),
+      );
+    }
+    for (const [reading, shown] of [
+      [Number.NaN, 'NaN'],
+      [undefined, 'undefined'],
+      ['5', '"5"'],
+    ] as const) {
+      expect(() => new TimelineRecorder({ clock: { now: () => reading as never } })).toThrow(
+        new TypeError(
+          `limits: option "clock" must have a now() that returns a finite number (ms), got ${shown}`,
+        ),
+      );
+    }
+  });
+
+  test('a clock that later reads Infinity is ignored: time stays at the last usable reading', () => {
+    let time = 0;
+    const limiter = new EventEmitter();
+    const recorder = new TimelineRecorder({ bucketMs: 10, clock: { now: () => time } }).track(
+      limiter,
+    );
+    time = 25;
+    limiter.emit('limit', { limit: 3 });
+    time = Infinity;
+    limiter.emit('limit', { limit: 4 });
+    expect(recorder.now()).toBe(25);
+    const t = recorder.timeline();
+    expect(t.points.map((p) => [p.t, p.limit])).toEqual([
+      [0, Number.NaN],
+      [10, Number.NaN],
+      [20, 4],
+    ]);
+    expect(t.droppedPoints).toBe(0);
+  });
+
+  test('readings of NaN, −Infinity or beyond Number.MAX_SAFE_INTEGER ms from the start are ignored too', () => {
+    let time = 0;
+    const recorder = new TimelineRecorder({
+      bucketMs: 1,
+      maxPoints: 5,
+      clock: { now: () => time },
+    });
+    time = 3;
+    expect(recorder.now()).toBe(3);
+    for (const reading of [
+      Number.NaN,
+      -Infinity,
+      1e300,
+      -1e300,
+      Number.MAX_SAFE_INTEGER + 2,
+      -Number.MAX_SAFE_INTEGER - 2,
+    ]) {
+      time = reading;
+      expect(recorder.now()).toBe(3);
+      expect(recorder.timeline().points.map((p) => p.t)).toEqual([0, 1, 2, 3]);
+    }
+    // Up to Number.MAX_SAFE_INTEGER ms is still time (bucket numbers stay exact integers).
+    time = Number.MAX_SAFE_INTEGER;
+    const t = recorder.timeline();
+    expect(t.points.map((p) => p.t)).toEqual([
+      Number.MAX_SAFE_INTEGER - 4,
+      Number.MAX_SAFE_INTEGER - 3,
+      Number.MAX_SAFE_INTEGER - 2,
+      Number.MAX_SAFE_INTEGER - 1,
+      Number.MAX_SAFE_INTEGER,
+    ]);
+    expect(t.droppedPoints).toBe(Number.MAX_SAFE_INTEGER - 4);
+  });
+
+  test('an open span ends at the last usable reading, never at NaN', () => {
+    let time = 0;
+    const recorder = new TimelineRecorder({ clock: { now: () => time } });
+    time = 100;
+    recorder.begin('spike');
+    time = 300;
+    recorder.now();
+    time = Number.NaN;
+    recorder.end('spike');
+    recorder.mark('after', 250);
+    expect(recorder.timeline().marks).toEqual([
+      { label: 'spike', fromMs: 100, toMs: 300 },
+      { label: 'after', fromMs: 250, toMs: 300 },
+    ]);
+  });
+
+  test('mark() refuses a fromMs or toMs that is NaN, ±Infinity, negative or before fromMs', () => {
+    const recorder = new TimelineRecorder({ clock: { now: () => 0 } });
+    expect(() => recorder.mark('x', Number.NaN, 1)).toThrow(TypeError);
+    expect(() => recorder.mark('x', Number.NaN, 1)).toThrow(/option "fromMs" must be a number/);
+    expect(() => recorder.mark('x', Infinity, Infinity)).toThrow(
+      new RangeError('limits: option "fromMs" must be a number in [0, Infinity), got Infinity'),
+    );
+    expect(() => recorder.mark('x', -1, 1)).toThrow(
+      /"fromMs" must be a number in \[0, Infinity\), got -1/,
+    );
+    expect(() => recorder.mark('x', 0, Infinity)).toThrow(
+      /"toMs" must be a number in \[0, Infinity\), got Infinity/,
+    );
+    expect(() => recorder.mark('x', 0, Number.NaN)).toThrow(/"toMs" must be a number/);
+    expect(() => recorder.mark('x', 5, 1)).toThrow(
+      /"toMs" must be a number in \[5, Infinity\), got 1/,
+    );
+    expect(recorder.timeline().marks).toEqual([]);
   });
 });

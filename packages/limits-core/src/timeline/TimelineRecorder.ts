@@ -59,7 +59,12 @@ export interface TimelineRecorderOptions {
   bucketMs?: number;
   /** Buckets kept (the oldest are dropped beyond it). Default 36,000; range [1, 10,000,000]. */
   maxPoints?: number;
-  /** Time source (`now()` in ms). Default: the system clock (`performance.now()`). */
+  /**
+   * Time source (`now()` in ms). Default: the system clock (`performance.now()`). Its first reading
+   * must be a finite number; a later reading that is not one, or lies more than
+   * `Number.MAX_SAFE_INTEGER` ms (about 285,000 years) from the first, is ignored: the recorder's
+   * time stays at its last usable reading.
+   */
   clock?: Pick<Clock, 'now'>;
 }
 
@@ -93,6 +98,11 @@ interface ReleasePayload {
 
 const KEYS = ['bucketMs', 'maxPoints', 'clock'] as const;
 
+/** @internal The narrowest bucket a timeline may have, in ms (for the recorder and the chart). */
+export const MIN_BUCKET_MS = 1;
+/** @internal The widest bucket a timeline may have, in ms (for the recorder and the chart). */
+export const MAX_BUCKET_MS = 3_600_000;
+
 /**
  * Records what a limiter (or a guard) does over time, from its emitted events, into fixed time
  * buckets: the limit, the peak in-flight count, outcomes, latency, refusals, fallbacks and the circuit
@@ -121,16 +131,24 @@ export class TimelineRecorder {
   readonly #open = new Map<string, number>();
   readonly #detach: Array<() => void> = [];
   #dropped = 0;
+  /** Ms since start at the last usable clock reading. */
+  #elapsed = 0;
   #limit = Number.NaN;
   #inflight = 0;
   #state: TimelineState | undefined = undefined;
   #latencySum = 0;
   #latencyCount = 0;
 
-  /** @throws TypeError/RangeError naming the option, the allowed range and the value given. */
+  /**
+   * @throws TypeError/RangeError naming the option, the allowed range and the value given (for
+   *   `clock`, when its first reading is not a finite number).
+   */
   constructor(options: TimelineRecorderOptions = {}) {
     checkKeys('TimelineRecorder options', options, KEYS);
-    this.#bucketMs = checkNumber('bucketMs', options.bucketMs, 100, { min: 1, max: 3_600_000 });
+    this.#bucketMs = checkNumber('bucketMs', options.bucketMs, 100, {
+      min: MIN_BUCKET_MS,
+      max: MAX_BUCKET_MS,
+    });
     this.#maxPoints = checkNumber('maxPoints', options.maxPoints, 36_000, {
       min: 1,
       max: 10_000_000,
@@ -142,13 +160,26 @@ export class TimelineRecorder {
         `limits: option "clock" must be an object with a now() function, got ${formatValue(clock)}`,
       );
     }
+    const start = clock.now();
+    if (!Number.isFinite(start)) {
+      const Kind = typeof start === 'number' && !Number.isNaN(start) ? RangeError : TypeError;
+      throw new Kind(
+        `limits: option "clock" must have a now() that returns a finite number (ms), got ${formatValue(start)}`,
+      );
+    }
     this.#clock = clock;
-    this.#start = clock.now();
+    this.#start = start;
   }
 
-  /** Ms since the recorder started, on its clock. */
+  /**
+   * Ms since the recorder started, on its clock. A reading that is not a finite number, or lies more
+   * than `Number.MAX_SAFE_INTEGER` ms from the start, is ignored (the last usable one stands): bucket
+   * numbers stay exact integers, so no reading can make the recorder loop without end.
+   */
   now(): number {
-    return this.#clock.now() - this.#start;
+    const elapsed = this.#clock.now() - this.#start;
+    if (Math.abs(elapsed) <= Number.MAX_SAFE_INTEGER) this.#elapsed = elapsed;
+    return this.#elapsed;
   }
 
   /**

@@ -1,5 +1,11 @@
 import { checkKeys, checkNumber, checkString, formatValue } from '../internal/validate.js';
-import type { Timeline, TimelinePoint, TimelineState } from './TimelineRecorder.js';
+import {
+  MAX_BUCKET_MS,
+  MIN_BUCKET_MS,
+  type Timeline,
+  type TimelinePoint,
+  type TimelineState,
+} from './TimelineRecorder.js';
 
 /** One line group of a chart: a name (legend) and what a {@link TimelineRecorder} collected. */
 export interface TimelineSeries {
@@ -34,7 +40,14 @@ const GAP = 34;
  * guard, a band per series shows the circuit state. Every series shares the time axis (seconds since
  * its recorder started); marks (e.g. a spike) are shaded across the panels.
  *
- * @throws TypeError/RangeError for a bad argument or option, naming it.
+ * Numbers that cannot be drawn are left out, never drawn as `NaN` or off the chart: a point whose `t`
+ * is not a finite number ≥ 0 is skipped; a value (limit, in-flight, latency, a count) that is not a
+ * finite number ≥ 0 leaves a gap in its line; a mark whose `fromMs` or `toMs` is not a finite number
+ * is skipped, and one reaching before 0 or past the last point is clipped to the chart.
+ *
+ * @throws TypeError/RangeError for a bad argument or option, naming it: a series without a `name`,
+ *   `points` or `marks` array, a timeline whose `bucketMs` is not a number in [1, 3,600,000] (the
+ *   range a {@link TimelineRecorder} takes), `width` or `panelHeight` out of range.
  */
 export function renderTimelineSvg(
   series: readonly TimelineSeries[],
@@ -46,9 +59,20 @@ export function renderTimelineSvg(
     );
   }
   series.forEach((s, i) => {
-    if (typeof s?.name !== 'string' || !Array.isArray(s?.timeline?.points)) {
+    if (
+      typeof s?.name !== 'string' ||
+      !Array.isArray(s?.timeline?.points) ||
+      !Array.isArray(s?.timeline?.marks)
+    ) {
       throw new TypeError(
         `limits: argument "series[${i}]" of renderTimelineSvg() must be { name: string, timeline: Timeline }, got ${formatValue(s)}`,
+      );
+    }
+    const bucketMs = s.timeline.bucketMs as unknown;
+    if (typeof bucketMs !== 'number' || !(bucketMs >= MIN_BUCKET_MS && bucketMs <= MAX_BUCKET_MS)) {
+      const Kind = typeof bucketMs === 'number' && !Number.isNaN(bucketMs) ? RangeError : TypeError;
+      throw new Kind(
+        `limits: argument "series[${i}].timeline.bucketMs" of renderTimelineSvg() must be a number in [${MIN_BUCKET_MS}, ${MAX_BUCKET_MS}], got ${formatValue(bucketMs)}`,
       );
     }
   });
@@ -73,14 +97,14 @@ export function renderTimelineSvg(
   const legendTop = stateTop + (hasState ? series.length * (bandHeight + 4) + 12 : 0);
   const height = legendTop + 20 * Math.ceil(series.length / 3) + 40;
   const plotWidth = width - LEFT - RIGHT;
-  const endMs = Math.max(
-    1,
-    ...series.map((s) => {
-      const last = s.timeline.points[s.timeline.points.length - 1];
-      return last === undefined ? 0 : last.t + s.timeline.bucketMs;
-    }),
-  );
-  const x = (ms: number) => LEFT + (Math.min(ms, endMs) / endMs) * plotWidth;
+  // The end of the last bucket drawn (points need not be in order).
+  let endMs = 1;
+  for (const s of series) {
+    for (const p of s.timeline.points) {
+      if (drawn(p.t) && p.t + s.timeline.bucketMs > endMs) endMs = p.t + s.timeline.bucketMs;
+    }
+  }
+  const x = (ms: number) => LEFT + (Math.max(0, Math.min(ms, endMs)) / endMs) * plotWidth;
 
   const out: string[] = [];
   out.push(
@@ -100,6 +124,7 @@ export function renderTimelineSvg(
   const labelled = new Set<string>();
   for (const s of series) {
     for (const m of s.timeline.marks) {
+      if (!Number.isFinite(m.fromMs) || !Number.isFinite(m.toMs)) continue;
       const key = `${m.label}:${m.fromMs}:${m.toMs}`;
       if (seen.has(key)) continue;
       seen.add(key);
@@ -141,9 +166,10 @@ export function renderTimelineSvg(
     for (const s of series) {
       const scale = rate ? 1000 / s.timeline.bucketMs : 1;
       for (const p of s.timeline.points) {
+        if (!drawn(p.t)) continue;
         for (const [value] of panel.lines) {
           const v = value(p) * scale;
-          if (Number.isFinite(v) && v > max) max = v;
+          if (drawn(v) && v > max) max = v;
         }
       }
     }
@@ -193,7 +219,7 @@ export function renderTimelineSvg(
         `<text x="${LEFT - 6}" y="${y0 + 11}" text-anchor="end" fill="#555555">${escapeXml(s.name)}</text>`,
       );
       for (const p of s.timeline.points) {
-        if (p.state === undefined) continue;
+        if (p.state === undefined || !drawn(p.t)) continue;
         const x0 = x(p.t);
         const w = Math.max(0.5, x(p.t + s.timeline.bucketMs) - x0);
         out.push(
@@ -216,7 +242,15 @@ export function renderTimelineSvg(
   return `${out.join('\n')}\n`;
 }
 
-/** An SVG path through the finite values (a gap where a value is missing). */
+/** Whether `v` can be drawn: a finite number ≥ 0 (a time, a limit, a count, a latency). */
+function drawn(v: number): boolean {
+  return Number.isFinite(v) && v >= 0;
+}
+
+/**
+ * An SVG path through the points with a drawable `t` and value (a gap where a value is missing,
+ * negative or not finite).
+ */
 function path(
   points: readonly TimelinePoint[],
   value: (p: TimelinePoint) => number,
@@ -226,8 +260,9 @@ function path(
   let d = '';
   let pen = false;
   for (const p of points) {
+    if (!drawn(p.t)) continue;
     const v = value(p);
-    if (!Number.isFinite(v)) {
+    if (!drawn(v)) {
       pen = false;
       continue;
     }
@@ -245,12 +280,17 @@ function timeTicks(endMs: number): number[] {
   return ticks;
 }
 
-/** The smallest 1, 2 or 5 × 10^k at or above `v` (1 for 0). */
+/**
+ * The smallest 1, 2 or 5 × 10^k at or above `v` (1 for 0); `v` itself where that is not a finite
+ * number (near the largest double) or underflows (a subnormal `v`).
+ */
 function niceCeil(v: number): number {
   if (!(v > 0)) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+  for (const m of [1, 2, 5, 10]) {
+    if (m * p >= v) return Number.isFinite(m * p) ? m * p : v;
+  }
+  return v;
 }
 
 function n(v: number): string {
