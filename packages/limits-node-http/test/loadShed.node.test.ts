@@ -65,12 +65,32 @@ describe('loadShed on node:http', () => {
     await nextEvent(limiter, 'acquire');
     const rejected = nextEvent(limiter, 'reject');
     const response = await fetch(uncapped.url);
-    const { retryAfterMs } = await rejected;
-    expect(retryAfterMs).toBeGreaterThan(1_000);
-    expect(response.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
+    expect((await rejected).retryAfterMs).toBe(4_500);
+    expect(response.headers.get('retry-after')).toBe('5');
     expect((await fetch(capped.url)).headers.get('retry-after')).toBe('3');
     gate.resolve();
     await first;
+  });
+
+  it('answers Retry-After: 1 while the limiter has no retry estimate (nothing measured, no initialServiceMs)', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 2 });
+    const gate = deferred();
+    const { url, calls } = await serve({ limiter }, gate.promise);
+    const answers = [fetch(`${url}/held`)];
+    await nextEvent(limiter, 'acquire');
+    for (const path of ['/queued-1', '/queued-2']) {
+      const queued = nextEvent(limiter, 'queue');
+      answers.push(fetch(`${url}${path}`));
+      await queued;
+    }
+    const rejected = nextEvent(limiter, 'reject');
+    const response = await fetch(`${url}/refused`);
+    expect(response.status).toBe(503);
+    expect(await rejected).toEqual({ reason: 'queue_full', cost: 1 });
+    expect(response.headers.get('retry-after')).toBe('1');
+    gate.resolve();
+    for (const answer of await Promise.all(answers)) expect(answer.status).toBe(200);
+    expect(calls).toEqual(['/held', '/queued-1', '/queued-2']);
   });
 
   it('answers 503 with reason closed once the limiter is closed', async () => {

@@ -29,7 +29,11 @@ export const REJECT_REASONS = [
 export interface LimitExceededDetails {
   /** Why it was rejected. */
   reason: RejectReason;
-  /** Estimated ms until capacity frees, where an estimate exists (never negative, never NaN). */
+  /**
+   * Estimated ms until capacity frees, where an estimate exists (never negative, never NaN); left
+   * out when there is none (a limiter that has measured no hold time and was given no
+   * `initialServiceMs`).
+   */
   retryAfterMs?: number;
   /** The `signal.reason` of an aborted request. */
   cause?: unknown;
@@ -49,7 +53,12 @@ export class LimitExceededError extends LimitsError {
   static readonly code = 'LIMIT_EXCEEDED';
   /** Why it was rejected. */
   readonly reason: RejectReason;
-  /** Estimated ms until capacity frees, where an estimate exists. */
+  /**
+   * Estimated ms until capacity frees, where an estimate exists: the work ahead of the request at
+   * the limiter's measured service time (or its `initialServiceMs`, when given, until a hold time
+   * is measured). `undefined` while the limiter has no estimate; an HTTP server then answers
+   * with a short `Retry-After` of its own choosing (limits-node-http's `loadShed` says 1 s).
+   */
   readonly retryAfterMs: number | undefined;
 
   /**

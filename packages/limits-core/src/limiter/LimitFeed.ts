@@ -17,7 +17,7 @@ export interface LimitFeedOptions {
   algorithm: LimitAlgorithm;
   adaptive: boolean;
   sampleEvery: number;
-  initialServiceMs: number;
+  initialServiceMs: number | undefined;
   stallThresholdMs: number;
   clock: Clock;
 }

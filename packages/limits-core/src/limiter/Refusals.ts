@@ -81,6 +81,7 @@ export class Refusals {
         maxQueuedBytes: bounds.maxQueuedBytes,
         maxCost: bounds.maxCost,
         serviceMs: this.#service.estimate(),
+        retryServiceMs: this.#service.retryEstimate(),
         cost,
         bytes,
         tenant,
@@ -88,8 +89,12 @@ export class Refusals {
       cause,
     );
     if (listeners(source).reject !== undefined) {
-      // `rejection()` always sets it.
-      emitSafely(source, 'reject', { reason, cost, retryAfterMs: error.retryAfterMs as number });
+      const retryAfterMs = error.retryAfterMs;
+      emitSafely(
+        source,
+        'reject',
+        retryAfterMs === undefined ? { reason, cost } : { reason, cost, retryAfterMs },
+      );
     }
     return error;
   }

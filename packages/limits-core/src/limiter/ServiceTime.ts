@@ -1,3 +1,8 @@
+/**
+ * The hold-time guess for deadline admission before any call was timed, when `initialServiceMs` is
+ * not given.
+ */
+const DEFAULT_INITIAL_MS = 1000;
 /** Weight of a new hold time in the service-time average. */
 const SERVICE_WEIGHT = 1 / 16;
 /**
@@ -10,23 +15,41 @@ const SERVICE_SAMPLE_CAP = 10;
 /**
  * @internal A limiter's estimate of how long a permit is held (its service time): an exponentially
  * weighted mean of the timed hold times and of their absolute deviation. It sizes deadline-aware
- * admission, the deadline checks at dispatch and `retryAfterMs`.
+ * admission, the deadline checks at dispatch and `retryAfterMs`. Before a hold time was measured,
+ * deadline checks use `initialServiceMs` (1000 ms when not given), while `retryAfterMs` has an
+ * estimate only when `initialServiceMs` was given: a default guess is no basis for telling a caller
+ * when to come back.
  */
 export class ServiceTime {
   readonly #initialMs: number;
+  /** `initialServiceMs` was given: the user's guess counts as an estimate for `retryAfterMs`. */
+  readonly #guessGiven: boolean;
   /** Mean hold time (ms); 0 until the first timed release. */
   meanMs = 0;
   /** Mean absolute deviation of the hold time (same weight): the margin of deadline checks. */
   devMs = 0;
 
-  /** @param initialMs - the estimate before any call was timed (`initialServiceMs`). */
-  constructor(initialMs: number) {
-    this.#initialMs = initialMs;
+  /**
+   * @param initialMs - the estimate before any call was timed (`initialServiceMs`; `undefined`
+   *   when not given).
+   */
+  constructor(initialMs: number | undefined) {
+    this.#initialMs = initialMs ?? DEFAULT_INITIAL_MS;
+    this.#guessGiven = initialMs !== undefined;
   }
 
   /** The estimate: the mean hold time, or the initial estimate before the first sample. */
   estimate(): number {
     return this.meanMs > 0 ? this.meanMs : this.#initialMs;
+  }
+
+  /**
+   * The estimate for `retryAfterMs`: {@link estimate} once a hold time was measured (one of 0 ms,
+   * under the clock's resolution, does not count) or when `initialServiceMs` was given; `undefined`
+   * before that (no estimate exists).
+   */
+  retryEstimate(): number | undefined {
+    return this.meanMs > 0 || this.#guessGiven ? this.estimate() : undefined;
   }
 
   /**

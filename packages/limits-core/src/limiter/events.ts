@@ -52,8 +52,11 @@ export interface RejectEvent {
   reason: RejectReason;
   /** Units the request asked for. */
   cost: number;
-  /** The retry estimate given to the caller, in ms. */
-  retryAfterMs: number;
+  /**
+   * The retry estimate given to the caller, in ms; left out when the limiter has no service-time
+   * estimate yet (see `LimitExceededError.retryAfterMs`).
+   */
+  retryAfterMs?: number;
 }
 
 /** Payload of the `queue` event: a request entered the queue. */

@@ -95,8 +95,12 @@ export interface LimiterOptions {
    */
   sampleEvery?: number;
   /**
-   * Guess for `retryAfterMs` and deadline admission before the first call has been measured, in ms.
-   * @default 1000
+   * Guess of how long a permit is held, in ms, until the first call has been measured: used by
+   * deadline admission, and for `retryAfterMs` on refusals. Without it, deadline admission guesses
+   * 1000 ms, and refusals carry no `retryAfterMs` until a hold time is measured (a guess nobody made
+   * is no basis for telling a caller when to come back: with 1,000 queued at a limit of 10 it would
+   * say 100 s).
+   * @default 1000 for deadline admission; none for `retryAfterMs`
    */
   initialServiceMs?: number;
   /**

@@ -10,7 +10,10 @@ export interface RejectionNumbers {
   queuedBytes: number;
   maxQueuedBytes: number;
   maxCost: number;
+  /** The service time deadline checks use (quoted by a `deadline` refusal). */
   serviceMs: number;
+  /** The service time `retryAfterMs` is based on; `undefined` when no estimate exists. */
+  retryServiceMs: number | undefined;
   cost: number;
   bytes: number;
   tenant: string | undefined;
@@ -49,18 +52,23 @@ export function describeRejection(reason: RejectReason, n: RejectionNumbers): st
 
 /**
  * @internal The error for a refused request: the message with the live numbers, and `retryAfterMs`,
- * the time the work ahead needs to leave room for `cost` units at `capacity` units per service time.
+ * the time the work ahead needs to leave room for `cost` units at `capacity` units per service time
+ * (left out when no service-time estimate exists: nothing measured, no `initialServiceMs` given).
  */
 export function rejection(
   reason: RejectReason,
   n: RejectionNumbers,
   cause: unknown,
 ): LimitExceededError {
-  const units = Math.max(1, n.inflight + n.queuedCost + n.cost - n.capacity);
-  const retryAfterMs = Math.max(0, Math.ceil((units * n.serviceMs) / Math.max(1, n.capacity)));
+  const serviceMs = n.retryServiceMs;
+  let retryAfterMs: number | undefined;
+  if (serviceMs !== undefined) {
+    const units = Math.max(1, n.inflight + n.queuedCost + n.cost - n.capacity);
+    retryAfterMs = Math.max(0, Math.ceil((units * serviceMs) / Math.max(1, n.capacity)));
+  }
   return new LimitExceededError(`limits: ${describeRejection(reason, n)}`, {
     reason,
-    retryAfterMs,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     ...(cause === undefined ? {} : { cause }),
   });
 }

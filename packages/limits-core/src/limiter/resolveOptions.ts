@@ -32,7 +32,8 @@ export interface ResolvedOptions {
   clock: Clock;
   stallThresholdMs: number;
   sampleEvery: number;
-  initialServiceMs: number;
+  /** The user's service-time guess; `undefined` when not given (see {@link ServiceTime}). */
+  initialServiceMs: number | undefined;
   /** The largest cost the limiter can ever admit: `max(algorithm maxLimit, probeSlots)`. */
   maxCost: number;
   selector: Selector | undefined;
@@ -222,9 +223,10 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     min: 1,
     integer: true,
   });
-  const initialServiceMs = checkNumber('initialServiceMs', options.initialServiceMs, 1000, {
-    min: 0,
-  });
+  const initialServiceMs =
+    options.initialServiceMs === undefined
+      ? undefined
+      : checkNumber('initialServiceMs', options.initialServiceMs, 0, { min: 0 });
   const maxLimit = algorithm.maxLimit;
   const maxCost = Math.max(typeof maxLimit === 'number' ? maxLimit : Infinity, probeSlots);
   // Built last: everything above is checked first (the selectors recheck their own ranges).
