@@ -10,6 +10,7 @@ export type {
 } from './opossum.js';
 export type { PermitHold } from './PermitHold.js';
 export type {
+  BreakerStats,
   CircuitState,
   FallbackCause,
   FallbackReason,

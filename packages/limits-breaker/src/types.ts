@@ -13,7 +13,7 @@ import type {
 import type { CallContext } from './CallContext.js';
 import type { CallTimeoutError, CircuitOpenError } from './errors.js';
 import type { LatencySummary } from './LatencyWindow.js';
-import type { OpossumConstructor, OpossumOptions, OpossumStats } from './opossum.js';
+import type { OpossumConstructor, OpossumOptions } from './opossum.js';
 
 /** Circuit states. */
 export type CircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
@@ -131,11 +131,34 @@ export interface GuardEvents {
   error: (error: unknown) => void;
 }
 
+/**
+ * The circuit's counts over its rolling window (`rollingCountTimeout` ms, in `rollingCountBuckets`
+ * buckets), as opossum judges the error percentage from them. Only what the guard feeds opossum:
+ * opossum's own timeouts, capacity, cache and latency percentiles are off inside a guard, so its
+ * `stats` fields for them (`timeouts`, `rejects`, `semaphoreRejections`, the cache counters,
+ * `percentiles`, `latencyMean`, `latencyTimes`) say nothing and are not repeated here; latency is in
+ * {@link GuardStats.latency}. HALF_OPEN trial calls are not counted: their outcome closes or re-opens
+ * the circuit directly.
+ */
+export interface BreakerStats {
+  /** Calls whose outcome counted in the window (its successes and failures). */
+  fires: number;
+  /** Calls that succeeded. */
+  successes: number;
+  /**
+   * Calls that failed: outcome `failure` or `dropped` (an error the classifier calls so, or a call
+   * past its `timeoutMs`).
+   */
+  failures: number;
+  /** Calls answered by the `fallback` option (a fallback that returned, not one that threw). */
+  fallbacks: number;
+}
+
 /** What {@link Guard.stats} returns. */
 export interface GuardStats {
   state: CircuitState;
-  /** opossum's rolling counts (`fallbacks`: calls answered by the `fallback` option). */
-  breaker: OpossumStats;
+  /** The circuit's rolling counts (see {@link BreakerStats}). */
+  breaker: BreakerStats;
   /** The limiter's counters. */
   limiter: LimiterSnapshot;
   /** Latency of completed calls over the rolling window, in ms (HDR histogram). */

@@ -1,5 +1,4 @@
-import type { OpossumStats } from '../opossum.js';
-import type { CircuitState } from '../types.js';
+import type { BreakerStats, CircuitState } from '../types.js';
 
 /**
  * @internal What a call shows the circuit: whether it is a trial, and the episode it was admitted
@@ -44,7 +43,7 @@ export interface Circuit {
   /** A fallback answered a call with `result` (counted in the window's `fallbacks`). */
   fallback(result: unknown, error: unknown): void;
   /** Rolling counts of the window. */
-  stats(): OpossumStats;
+  stats(): BreakerStats;
   /** Stops the circuit's timers and listeners. */
   shutdown(): void;
 }

@@ -22,9 +22,9 @@
  */
 import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
-import type { OpossumBreaker, OpossumConstructor, OpossumStats } from '../opossum.js';
+import type { OpossumBreaker, OpossumConstructor } from '../opossum.js';
 import { type CheckedOptions, checkBreaker } from '../options.js';
-import type { CircuitState } from '../types.js';
+import type { BreakerStats, CircuitState } from '../types.js';
 import type { Circuit, CircuitOwner, CircuitTicket } from './Circuit.js';
 
 /** One bucket of opossum's rolling window: counts of one slice of time (a subset). */
@@ -230,8 +230,10 @@ export class OpossumCircuit implements Circuit {
     }
   }
 
-  stats(): OpossumStats {
-    return this.breaker.stats;
+  stats(): BreakerStats {
+    // Only the counts the guard feeds; opossum's other fields stay at their "off" values here.
+    const { fires, successes, failures, fallbacks } = this.breaker.stats;
+    return { fires, successes, failures, fallbacks };
   }
 
   shutdown(): void {
