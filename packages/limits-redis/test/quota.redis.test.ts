@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { Quota, type QuotaFailureEvent } from 'limits-core';
@@ -37,6 +38,84 @@ for (const [version, RedisClient] of versions) {
         c.disconnect();
       },
     }));
+  });
+
+  describe(`RedisQuotaStore on a client still connecting (${version})`, () => {
+    const quotaOn = (client: SuiteClient, onFailure: 'open' | 'closed', timeoutMs = 2_000) => {
+      const store = new RedisQuotaStore(client, { onFailure, timeoutMs });
+      const name = `connecting-${onFailure}-${version}-${Date.now()}-${Math.random()}`;
+      const quota = new Quota<{ user: string }>({
+        name,
+        windowMs: 1e12,
+        store,
+        axes: [{ name: 'account', key: (x) => x.user, limit: 3, status: 429 }],
+      });
+      const failures: QuotaFailureEvent[] = [];
+      quota.on('failure', (e) => failures.push(e));
+      return { quota, store, name, failures };
+    };
+
+    it('connects a lazyConnect client (status "wait") and enforces the quota from its first call', async () => {
+      const client = new RedisClient(redis.port, '127.0.0.1', {
+        lazyConnect: true,
+      }) as unknown as SuiteClient;
+      try {
+        expect(client.status).toBe('wait');
+        const { quota, store, name, failures } = quotaOn(client, 'open');
+        expect(await quota.consume({ user: 'a' }, 3)).toEqual({ ok: true });
+        expect(await quota.consume({ user: 'a' })).toMatchObject({
+          ok: false,
+          axis: 'account',
+          status: 429,
+        });
+        expect(failures).toEqual([]);
+        expect(await client.hget(store.key(name, 'account', 'a'), 'n')).toBe('3');
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('waits for the initial connection of a fresh client instead of refusing its first calls', async () => {
+      const client = new RedisClient(redis.port, '127.0.0.1') as unknown as SuiteClient;
+      try {
+        expect(client.status).toBe('connecting');
+        const { quota, failures } = quotaOn(client, 'closed');
+        const first = await Promise.all(['a', 'b', 'c'].map((user) => quota.consume({ user })));
+        expect(first).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
+        expect(failures).toEqual([]);
+      } finally {
+        client.disconnect();
+      }
+    });
+
+    it('answers by the failure policy after timeoutMs when the initial connection never becomes ready', async () => {
+      // Accepts the TCP connection and never answers: ioredis stays short of "ready".
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as AddressInfo;
+      const client = new RedisClient(port, '127.0.0.1') as unknown as SuiteClient;
+      try {
+        const { quota, failures } = quotaOn(client, 'closed', 100);
+        expect(await quota.consume({ user: 'a' })).toEqual({
+          ok: false,
+          axis: null,
+          status: 503,
+          retryAfterMs: 1_000,
+        });
+        expect(client.status).not.toBe('ready');
+        expect(failures.map((f) => f.error.message)).toEqual([
+          'limits: Redis did not answer the quota script within 100 ms',
+        ]);
+      } finally {
+        client.disconnect();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    });
   });
 
   describe(`RedisQuotaStore when Redis is down or slow (${version})`, () => {

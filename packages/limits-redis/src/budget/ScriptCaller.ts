@@ -1,4 +1,5 @@
 import type { Clock } from 'limits-core';
+import { connectionLost } from '../connectionLost.js';
 import { evalScript, type LuaScript } from '../luaScript.js';
 import { RedisDownError, RedisTimeoutError } from './errors.js';
 import type { RedisClient } from './RedisClient.js';
@@ -61,12 +62,8 @@ export class ScriptCaller {
   ): Promise<unknown> {
     // Disconnected: answer at once rather than park the call in ioredis' offline queue. (A client
     // still making its first connection, or a lazy one, gets the call: the timeout bounds it.)
-    const status = this.#redis.status;
-    if (status === 'reconnecting' || status === 'close' || status === 'end') {
-      return Promise.reject(
-        new Error(`limits: Redis is not connected (client status "${status}")`),
-      );
-    }
+    const lost = connectionLost(this.#redis.status);
+    if (lost !== undefined) return Promise.reject(lost);
     const probe = !Number.isNaN(this.#downSince);
     if (probe) {
       const now = this.#clock.now();

@@ -1,5 +1,6 @@
 import type { QuotaStore, QuotaStoreRequest, QuotaStoreVerdict } from 'limits-core';
 import { checkKeys, checkNumber, checkOneOf, checkString, formatValue } from 'limits-core';
+import { connectionLost } from '../connectionLost.js';
 import { evalScript, type ScriptClient } from '../luaScript.js';
 import { encodeKeyPart } from './encodeKeyPart.js';
 import { QUOTA_SCRIPT } from './script.js';
@@ -7,8 +8,11 @@ import { QUOTA_SCRIPT } from './script.js';
 /**
  * What a {@link RedisQuotaStore} needs of a client: `evalsha` and `eval` returning promises, as an
  * ioredis 5 or 6 `Redis` or `Cluster` has. `status` (ioredis' connection state), when present, is
- * read before each call: anything but `"ready"` answers by the failure policy at once, so calls are
- * never parked in the client's offline queue to charge counters long after their caller was answered.
+ * read before each call: a lost connection (`"reconnecting"`, `"close"`, `"end"`) answers by the
+ * failure policy at once, so calls are not parked in the client's offline queue to charge counters
+ * long after their caller was answered. A client still making its first connection (`"connecting"`,
+ * `"connect"`) or a `lazyConnect` one (`"wait"`, which connects on the first call) gets the call,
+ * bounded by `timeoutMs`.
  */
 export interface RedisScriptClient extends ScriptClient {
   readonly status?: string;
@@ -17,12 +21,15 @@ export interface RedisScriptClient extends ScriptClient {
 /** Options of a {@link RedisQuotaStore}. */
 export interface RedisQuotaStoreOptions {
   /**
-   * What a call answers when Redis cannot judge it within `timeoutMs` (down, slow, not connected):
+   * What a call answers when Redis cannot judge it within `timeoutMs` (down, slow, connection lost):
    * `'open'` lets it through uncharged, `'closed'` refuses it (the quota's `unavailableStatus`, 503).
    * Required: neither is a safe default for every service. Either way the quota emits `failure`.
    */
   onFailure: 'open' | 'closed';
-  /** Most time a call waits for Redis, in milliseconds; then the failure policy answers. @default 200 */
+  /**
+   * Most time a call waits for Redis, in milliseconds, a client's first connection included; then the
+   * failure policy answers. @default 200
+   */
   timeoutMs?: number;
   /** Prefix of every key (no `{` or `}`: the hash tag is the quota's name). @default "limits:quota" */
   prefix?: string;
@@ -108,9 +115,8 @@ export class RedisQuotaStore implements QuotaStore {
     }
     args[n] = request.windowMs;
     args[n + 1] = request.amount;
-    const status = this.#client.status;
-    if (status !== undefined && status !== 'ready')
-      return this.#failed(new Error(`limits: Redis is not connected (client status "${status}")`));
+    const lost = connectionLost(this.#client.status);
+    if (lost !== undefined) return this.#failed(lost);
     let reply: unknown;
     try {
       reply = await this.#withTimeout(evalScript(this.#client, QUOTA_SCRIPT, n, args));
