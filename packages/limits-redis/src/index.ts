@@ -5,6 +5,7 @@ export { type BudgetOperation, RedisUnavailableError } from './budget/errors.js'
 export type {
   BudgetAcquireEvent,
   BudgetEvents,
+  BudgetLeakEvent,
   BudgetLeaseLostEvent,
   BudgetRedisFailureEvent,
   BudgetRedisRecoveredEvent,

@@ -12,7 +12,9 @@ export interface LeaseSource {
 /**
  * A local permit and a fleet lease, completed together: the outcome goes to the local permit (its
  * algorithm learns from it) and the lease goes back to the fleet (one Redis round trip, in the
- * background). The first call wins; later calls do nothing.
+ * background). The first call wins; later calls do nothing. One garbage-collected without an outcome
+ * is reclaimed: the limiter gives back the permit (its `trackLeaks`, `leak` event), the budget the
+ * lease (its `leak` event).
  */
 export class BudgetedPermit {
   /** The local limiter's permit. */

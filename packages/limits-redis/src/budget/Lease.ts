@@ -11,7 +11,9 @@ const NOT_HELD = Promise.resolve(false);
  * `release()`. While held, the budget renews it automatically; a lease whose renewal finds it gone
  * (its holder stalled or Redis was down for longer than the TTL) is marked `lost`, its `signal`
  * aborts, and the budget emits `leaseLost`. Release exactly once, when the work really ends: later
- * calls do nothing. `using lease = await budget.acquire()` releases it at the end of the block.
+ * calls do nothing. `using lease = await budget.acquire()` releases it at the end of the block. A
+ * lease garbage-collected before `release()` is released then (its units go back to the fleet) and
+ * reported: the budget's `leak` event, and once per budget a process warning (`LIMITS_LEASE_LEAK`).
  */
 export class Lease {
   /** Unique id of the lease (this instance's id and a sequence number). */
@@ -27,8 +29,6 @@ export class Lease {
   readonly acquiredAt: number;
   /** @internal The sorted-set member: `<id>#<cost>`. */
   readonly member: string;
-  /** @internal When the lease was last known to be extended (budget clock), for the renewal of orphans. */
-  renewedAt: number;
   #owner: LeaseOwner | undefined;
   #lost = false;
   #controller: AbortController | undefined;
@@ -40,7 +40,6 @@ export class Lease {
     this.cost = cost;
     this.backed = backed;
     this.acquiredAt = acquiredAt;
-    this.renewedAt = acquiredAt;
     this.member = `${id}#${cost}`;
   }
 

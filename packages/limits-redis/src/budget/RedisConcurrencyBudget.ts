@@ -3,8 +3,10 @@ import type { Clock, LimitExceededError, Limiter, RejectReason } from 'limits-co
 import { BudgetEmitter } from './BudgetEmitter.js';
 import { BudgetedLimiter } from './BudgetedLimiter.js';
 import { type BudgetOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
+import type { HeldLease } from './HeldLease.js';
 import { budgetKeys } from './keys.js';
 import { Lease, type LeaseOwner } from './Lease.js';
+import { warnLeakedLease } from './leakWarning.js';
 import { Maintenance } from './Maintenance.js';
 import {
   type BudgetAcquireOptions,
@@ -91,7 +93,8 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     this.#waiters = new WaitList(redis, k.channel, this.#instance, o.clock, o.pollMs, attempt);
     this.#maintenance = new Maintenance(this.#calls, o.clock, o, {
       failed: (operation, error) => this.#failed(operation, error),
-      lost: (lease) => this.#lost(lease),
+      lost: (held) => this.#report('leaseLost', held),
+      leaked: (held) => this.#leaked(held),
     });
   }
 
@@ -200,7 +203,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     this.#closed = true;
     for (const w of [...this.#open]) this.#settle(w, this.#refusal('closed', w.o.cost, w.used));
     this.#maintenance.stop();
-    for (const lease of [...this.#maintenance.held.values()]) void lease.release();
+    for (const lease of this.#maintenance.leases()) void lease.release();
     for (const member of this.#maintenance.orphans.keys())
       this.#track(this.#maintenance.release(member));
     this.#maintenance.orphans.clear();
@@ -212,11 +215,16 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   /** @internal */
   _releaseLease(lease: Lease): Promise<boolean> {
     const held = this.#maintenance.forget(lease.member);
-    const heldMs = this.#clock.now() - lease.acquiredAt;
-    if (!lease.backed || !held) {
-      this.#emitRelease(lease, heldMs, false);
+    if (!lease.backed || held === undefined) {
+      this.#emitRelease(lease, this.#clock.now() - lease.acquiredAt, false);
       return Promise.resolve(false);
     }
+    return this.#giveBack(held);
+  }
+
+  /** Releases a lease this instance held, in Redis (one round trip), and wakes the waiters here. */
+  #giveBack(lease: HeldLease): Promise<boolean> {
+    const heldMs = this.#clock.now() - lease.acquiredAt;
     const args = [lease.member, this.#instance];
     const done = this.#calls.call(budgetScripts.release, args, this.#o.timeoutMs).then(
       (r) => {
@@ -292,10 +300,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     const id = member.slice(0, member.lastIndexOf('#'));
     const now = this.#clock.now();
     const lease = new Lease(this, id, w.o.cost, backed, now);
-    if (backed) {
-      this.#maintenance.held.set(member, lease);
-      this.#maintenance.wake();
-    }
+    if (backed) this.#maintenance.hold(lease);
     if (this.listenerCount('acquire') > 0) {
       this.emitSafely('acquire', {
         id,
@@ -339,11 +344,18 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
 
   // ---- renewal, orphans, Redis calls ---------------------------------------------------------
 
-  #lost(lease: Lease): void {
-    lease._lose();
-    if (this.listenerCount('leaseLost') > 0) {
-      const heldMs = this.#clock.now() - lease.acquiredAt;
-      this.emitSafely('leaseLost', { id: lease.id, cost: lease.cost, heldMs });
+  /** A lease was garbage-collected before `release()`: reports it and gives its units back. */
+  #leaked(held: HeldLease): void {
+    warnLeakedLease(this);
+    this.#report('leak', held);
+    void this.#giveBack(held);
+  }
+
+  /** Emits `leaseLost` (a renewal found the lease gone) or `leak` (it was collected unreleased). */
+  #report(event: 'leaseLost' | 'leak', held: HeldLease): void {
+    if (this.listenerCount(event) > 0) {
+      const heldMs = this.#clock.now() - held.acquiredAt;
+      this.emitSafely(event, { id: held.id, cost: held.cost, heldMs });
     }
   }
 
@@ -377,7 +389,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     );
   }
 
-  #emitRelease(lease: Lease, heldMs: number, held: boolean): void {
+  #emitRelease(lease: { id: string; cost: number }, heldMs: number, held: boolean): void {
     if (this.listenerCount('release') > 0) {
       this.emitSafely('release', { id: lease.id, cost: lease.cost, heldMs, held });
     }

@@ -70,6 +70,19 @@ export interface BudgetLeaseLostEvent {
   heldMs: number;
 }
 
+/**
+ * A lease (or the lease of a `BudgetedPermit`) was garbage-collected before `release()`: its units
+ * were given back to the fleet (one Redis round trip, followed by a `release` event).
+ */
+export interface BudgetLeakEvent {
+  /** The lease's id. */
+  id: string;
+  /** Units it held. */
+  cost: number;
+  /** How long it was held before it was collected, in ms (the budget's clock). */
+  heldMs: number;
+}
+
 /** Events of {@link RedisConcurrencyBudget}. */
 export interface BudgetEvents {
   acquire: [BudgetAcquireEvent];
@@ -78,6 +91,7 @@ export interface BudgetEvents {
   redisFailure: [BudgetRedisFailureEvent];
   redisRecovered: [BudgetRedisRecoveredEvent];
   leaseLost: [BudgetLeaseLostEvent];
+  leak: [BudgetLeakEvent];
   /** A listener of another event threw (without an `error` listener, it is rethrown on a microtask). */
   error: [unknown];
 }
