@@ -89,12 +89,13 @@ export {
   type QuotaRefuseEvent,
   type QuotaResult,
 } from './quota/Quota.js';
-export type {
-  QuotaStore,
-  QuotaStoreAxis,
-  QuotaStoreFailure,
-  QuotaStoreRequest,
-  QuotaStoreVerdict,
+export {
+  MAX_QUOTA_KEY_LENGTH,
+  type QuotaStore,
+  type QuotaStoreAxis,
+  type QuotaStoreFailure,
+  type QuotaStoreRequest,
+  type QuotaStoreVerdict,
 } from './quota/QuotaStore.js';
 export type { BudgetExhaustedEvent, RetryEvent, RetryEvents } from './retry/events.js';
 export { isRefusal } from './retry/isRefusal.js';

@@ -1,6 +1,12 @@
 import { LimitsError } from '../errors/LimitsError.js';
+import { sha256Utf16 } from '../internal/sha256.js';
 import { checkKeys, checkNumber, checkObject, formatValue } from '../internal/validate.js';
-import type { QuotaStore, QuotaStoreRequest, QuotaStoreVerdict } from './QuotaStore.js';
+import {
+  MAX_QUOTA_KEY_LENGTH,
+  type QuotaStore,
+  type QuotaStoreRequest,
+  type QuotaStoreVerdict,
+} from './QuotaStore.js';
 
 /** Options of a {@link MemoryQuotaStore}. */
 export interface MemoryQuotaStoreOptions {
@@ -40,8 +46,10 @@ export class QuotaStoreFullError extends LimitsError {
 /**
  * The embedded {@link QuotaStore}: counters in a `Map` of this process, judged and charged in one
  * synchronous step (so atomically). Counters of ended windows are dropped when their window is next
- * touched and in a sweep whenever a window ends; at most `maxKeys` counters are held.
- * One store can serve several quotas (counters are namespaced by quota and axis name).
+ * touched and in a sweep whenever a window ends; at most `maxKeys` counters are held. A key longer
+ * than {@link MAX_QUOTA_KEY_LENGTH} is held as its SHA-256 (64 hex digits), so no counter holds more
+ * than a few hundred bytes. One store can serve several quotas (counters are namespaced by quota and
+ * axis name).
  * @example `new Quota({ windowMs: 3_600_000, axes, store: new MemoryQuotaStore({ maxKeys: 50_000 }) })`
  */
 export class MemoryQuotaStore implements QuotaStore {
@@ -90,7 +98,11 @@ export class MemoryQuotaStore implements QuotaStore {
     let refused = -1;
     for (let i = 0; i < axes.length; i++) {
       const axis = axes[i] as (typeof axes)[number];
-      const id = `${prefix}${axis.name.length}:${axis.name}${axis.key}`;
+      // A long key is held as its digest, after "#" where a key held as given has ":": no collision.
+      const id =
+        axis.key.length <= MAX_QUOTA_KEY_LENGTH
+          ? `${prefix}${axis.name.length}:${axis.name}${axis.key}`
+          : `${prefix}${axis.name.length}#${axis.name}${sha256Utf16(axis.key)}`;
       const c = this.#counters.get(id);
       const count = c !== undefined && c.endsAt === endsAt ? c.count : 0;
       if (c === undefined) missing++;

@@ -3,11 +3,23 @@
  * ({@link MemoryQuotaStore}) or shared by a fleet (limits-redis's `RedisQuotaStore`).
  */
 
+/**
+ * The longest key, in characters, a quota store keeps as given. A key longer than this (e.g. an
+ * account id the size of a header) is kept as a fixed-length digest of the whole key, marked so that
+ * it cannot collide with any key kept as given: `MemoryQuotaStore` uses SHA-256 of its UTF-16 code
+ * units, limits-redis's `RedisQuotaStore` SHA-256 of its percent-encoded form (longer than this). A
+ * counter's memory is then bounded whatever its key. Events still carry the key as given.
+ */
+export const MAX_QUOTA_KEY_LENGTH = 256;
+
 /** One axis of a charge: which counter, and the most it may reach in the window. */
 export interface QuotaStoreAxis {
   /** The axis' name (e.g. `"account"`); unique within the quota. */
   readonly name: string;
-  /** The counter's key within the axis, as the axis' key function returned it (any string). */
+  /**
+   * The counter's key within the axis, as the axis' key function returned it (any string; one longer
+   * than {@link MAX_QUOTA_KEY_LENGTH} is stored as a digest).
+   */
   readonly key: string;
   /** The most units the counter may hold in one window. */
   readonly limit: number;
