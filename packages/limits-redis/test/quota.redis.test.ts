@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
@@ -267,6 +268,25 @@ describe('RedisQuotaStore options', () => {
     expect(() => new RedisQuotaStore({} as never, { onFailure: 'open' })).toThrow(
       /needs an ioredis client \(with evalsha and eval\), got an object/,
     );
+  });
+
+  it('stores a key whose encoded form is longer than 256 characters as "#" and its SHA-256, so every key is bounded', () => {
+    const store = new RedisQuotaStore(client, { onFailure: 'closed' });
+    const base = 'limits:quota:{q}:account:';
+    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+    expect(store.key('q', 'account', 'x'.repeat(256))).toBe(`${base}${'x'.repeat(256)}`);
+    const long = `${'x'.repeat(16_383)}a`;
+    expect(store.key('q', 'account', long)).toBe(`${base}#${sha(long)}`);
+    expect(store.key('q', 'account', long)).toHaveLength(base.length + 65);
+    // The bound is on what Redis stores: "é" encodes to 6 characters (%C3%A9).
+    expect(store.key('q', 'account', 'é'.repeat(42))).toBe(`${base}${'%C3%A9'.repeat(42)}`);
+    expect(store.key('q', 'account', 'é'.repeat(43))).toBe(`${base}#${sha('%C3%A9'.repeat(43))}`);
+    // Long keys that differ only at the end stay apart; no short key spells a digest ("#" → %23).
+    expect(store.key('q', 'account', `${'x'.repeat(16_383)}b`)).not.toBe(
+      store.key('q', 'account', long),
+    );
+    expect(store.key('q', 'account', `#${sha(long)}`)).toBe(`${base}%23${sha(long)}`);
+    expect(() => store.key('q', 'account', `${'x'.repeat(300)}\uD800`)).toThrow(/well-formed/);
   });
 
   it("answers by the failure policy for a reply that is not the script's", async () => {

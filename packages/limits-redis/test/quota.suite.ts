@@ -169,6 +169,27 @@ export function quotaSuite(target: () => SuiteTarget): void {
     expect(failures).toEqual([]);
   });
 
+  it('keeps long tenant ids (16 KB, differing only at the end) apart under keys of bounded length', async () => {
+    const redis = await client();
+    const name = `long-${process.pid}-${names++}-${Date.now()}`;
+    const store = new RedisQuotaStore(redis, { onFailure: 'closed' });
+    const quota = new Quota<string>({
+      name,
+      windowMs: LONG_WINDOW_MS,
+      store,
+      axes: [{ name: 'account', key: (id) => id, limit: 1 }],
+    });
+    const ids = [`${'x'.repeat(16_383)}a`, `${'x'.repeat(16_383)}b`];
+    for (const id of ids) expect(await quota.consume(id)).toEqual({ ok: true });
+    for (const id of ids)
+      expect(await quota.consume(id)).toMatchObject({ ok: false, axis: 'account' });
+    for (const id of ids) {
+      const key = store.key(name, 'account', id);
+      expect(key.length).toBeLessThan(200);
+      expect(await redis.hget(key, 'n')).toBe('1');
+    }
+  });
+
   it('encodes tenant ids so that none collides with or reaches another key', async () => {
     const redis = await client();
     const name = `enc:{q}*\n${Date.now()}`;

@@ -1,5 +1,13 @@
+import { createHash } from 'node:crypto';
 import type { QuotaStore, QuotaStoreRequest, QuotaStoreVerdict } from 'limits-core';
-import { checkKeys, checkNumber, checkOneOf, checkString, formatValue } from 'limits-core';
+import {
+  checkKeys,
+  checkNumber,
+  checkOneOf,
+  checkString,
+  formatValue,
+  MAX_QUOTA_KEY_LENGTH,
+} from 'limits-core';
 import { connectionLost } from '../connectionLost.js';
 import { evalScript, type ScriptClient } from '../luaScript.js';
 import { encodeKeyPart } from './encodeKeyPart.js';
@@ -45,8 +53,10 @@ const OPTION_NAMES = ['onFailure', 'timeoutMs', 'prefix', 'failureRetryAfterMs']
  * `SCRIPT FLUSH` or a restart), on Redis `TIME`, so every instance shares one clock and one window.
  *
  * Keys: `<prefix>:{<quota>}:<axis>:<key>`, each part percent-encoded (no tenant id can collide with or
- * reach another key), each a small hash that expires at its window's end. All keys of a quota share the
- * hash tag `{<quota>}`, so each call touches one slot (Redis Cluster).
+ * reach another key), each a small hash that expires at its window's end. A `<key>` whose encoded
+ * form is longer than `MAX_QUOTA_KEY_LENGTH` (256) is stored as `#` and the SHA-256 of that form (65
+ * characters; `#` is never in an encoded part, so no other key can spell it). All keys of a quota share
+ * the hash tag `{<quota>}`, so each call touches one slot (Redis Cluster).
  *
  * @example
  * const store = new RedisQuotaStore(new Redis(process.env.REDIS_URL), { onFailure: 'closed', timeoutMs: 100 });
@@ -93,9 +103,17 @@ export class RedisQuotaStore implements QuotaStore {
     this.#client = client;
   }
 
-  /** The Redis key of one counter (for inspection and tests). */
+  /**
+   * The Redis key of one counter (for inspection and tests): `<prefix>:{<quota>}:<axis>:<key>`, each
+   * part percent-encoded, and a `<key>` longer than `MAX_QUOTA_KEY_LENGTH` once encoded replaced by
+   * `#` and the SHA-256 (hex) of its encoded form.
+   * @throws TypeError for a part with a lone surrogate.
+   */
   key(quota: string, axis: string, key: string): string {
-    return `${this.#prefix}:{${encodeKeyPart(quota)}}:${encodeKeyPart(axis)}:${encodeKeyPart(key)}`;
+    let part = encodeKeyPart(key);
+    if (part.length > MAX_QUOTA_KEY_LENGTH)
+      part = `#${createHash('sha256').update(part).digest('hex')}`;
+    return `${this.#prefix}:{${encodeKeyPart(quota)}}:${encodeKeyPart(axis)}:${part}`;
   }
 
   /**
