@@ -137,10 +137,11 @@ export interface LimitInterceptorOptions {
    * `RetryBudget`, which caps retries to a share of recent requests), as `limitFetch` does: each
    * attempt takes its own permit; a response classified `dropped` or `failure` (429, 5xx) and an
    * error classified `dropped` (a network error) are retried, after at least their `Retry-After`
-   * when it is valid (one longer than the policy's `maxDelayMs` ends the retries); a refusal by the
-   * limiter, the caller's abort and a `TimeoutError` end the call; `timeoutMs` is the budget of the
-   * whole call. Only requests that `retryable` accepts and whose body can be sent again (none, a
-   * string or bytes; not a stream) are retried. The caller sees the final attempt only.
+   * when it is valid (one longer than the policy's `maxDelayMs`, or than a day, ends the retries:
+   * the response is passed on); a refusal by the limiter, the caller's abort and a `TimeoutError`
+   * end the call; `timeoutMs` is the budget of the whole call. Only requests that `retryable`
+   * accepts and whose body can be sent again (none, a string or bytes; not a stream) are retried.
+   * The caller sees the final attempt only.
    * @default no retries
    */
   retry?: RetryPolicy;

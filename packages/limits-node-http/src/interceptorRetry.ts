@@ -11,7 +11,7 @@ import type {
   DispatchOptions,
   InterceptorHeaders,
 } from './interceptorTypes.js';
-import { parseRetryAfter } from './retryAfter.js';
+import { retryAfterVerdict } from './retryAfter.js';
 
 /**
  * Whether a request can be sent again as it is: no body, or one held in memory (a stream or an
@@ -156,7 +156,8 @@ export class RetryingHandler implements CallerAbortTarget {
 
   /**
    * Whether an attempt is retried (as `limitFetch` decides): a response classified `dropped` or
-   * `failure`, after at least its valid `Retry-After`; an error classified `dropped`,
+   * `failure`, after at least its valid `Retry-After` (never when that asks for more than a day);
+   * an error classified `dropped`,
    * unless it is a `TimeoutError` (the call's budget is spent). Refusals and the caller's abort never
    * get here (the policy stops first).
    */
@@ -174,7 +175,7 @@ export class RetryingHandler implements CallerAbortTarget {
     const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
     if (outcome !== 'dropped' && outcome !== 'failure') return false;
     const value = headers['retry-after'];
-    return parseRetryAfter(typeof value === 'string' ? value : undefined) ?? true;
+    return retryAfterVerdict(typeof value === 'string' ? value : undefined);
   }
 
   #adopt(attempt: Attempt): void {

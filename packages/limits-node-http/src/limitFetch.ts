@@ -23,7 +23,7 @@ import {
   resolveLimitFetchOptions,
 } from './limitFetchOptions.js';
 import type { LimitsSource } from './metricsSource.js';
-import { parseRetryAfter } from './retryAfter.js';
+import { parseRetryAfter, retryAfterVerdict } from './retryAfter.js';
 
 /** Any fetch function: the global one, undici's, or a wrapper with the same shape. */
 export type FetchFunction = (input: never, init?: never) => Promise<unknown>;
@@ -166,7 +166,8 @@ function retried(
 
 /**
  * Whether to retry: a response classified `dropped` or `failure` (after its valid `Retry-After`,
- * if any), an error classified `dropped`; never a refusal, the caller's abort or our own timeout.
+ * if any; never when that asks for more than a day), an error classified `dropped`; never a
+ * refusal, the caller's abort or our own timeout.
  */
 function retryVerdict(
   c: LimitFetchConfig,
@@ -178,7 +179,7 @@ function retryVerdict(
   if (result.ok) {
     const outcome = outcomes.get(result.value);
     if (outcome !== 'dropped' && outcome !== 'failure') return false;
-    return retryAfterMs(result.value) ?? true;
+    return retryAfterVerdict(result.value.headers.get('retry-after'));
   }
   if (isRefusal(result.error)) return false;
   return errorOutcome(c, request, result.error, budget.callerSignal) === 'dropped';

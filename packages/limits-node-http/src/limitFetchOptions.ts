@@ -84,8 +84,9 @@ export interface LimitFetchOptions {
    * Retries under a limits-core `RetryPolicy` (opt-in): each attempt takes its own permit; a
    * refusal (limiter, open circuit) is never retried; responses classified `dropped` or `failure`
    * (429, 5xx) and errors classified `dropped` (network errors) are retried, after at least their
-   * `Retry-After` when it is valid; the caller's abort and our own timeout end the call. A response
-   * thrown away for a retry has its body cancelled. Only requests `retryable` says yes to.
+   * `Retry-After` when it is valid (one longer than the policy's `maxDelayMs`, or than a day, ends
+   * the retries: the response is returned); the caller's abort and our own timeout end the call. A
+   * response thrown away for a retry has its body cancelled. Only requests `retryable` says yes to.
    * @default no retries
    */
   retry?: RetryPolicy;

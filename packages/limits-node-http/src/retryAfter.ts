@@ -1,7 +1,8 @@
 /**
  * `Retry-After` parsing (RFC 9110 §10.2.3), shared by `limitFetch` and `limitInterceptor`: a
  * downstream's hint is untrusted input, so anything that is not exactly a delta-seconds or an
- * HTTP-date, or that asks for more than {@link MAX_RETRY_AFTER_MS}, is refused (`undefined`).
+ * HTTP-date, or that asks for more than {@link MAX_RETRY_AFTER_MS}, is refused (`undefined`). A
+ * retry tells the two apart: a valid value that asks for more than a day means "do not retry".
  */
 
 /** The longest wait a `Retry-After` may ask for: one day. A longer one is refused as absurd. */
@@ -22,9 +23,9 @@ const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} ( \\d|\\d{2}) ${TIME} (\\d{4})
 /**
  * Parses a `Retry-After` header value into the milliseconds to wait.
  *
- * Accepted: delta-seconds (ASCII digits only, e.g. `"120"`), or an HTTP-date in any of the three
- * forms RFC 9110 requires recipients to accept (IMF-fixdate, RFC 850, asctime). A date in the past
- * gives `0`.
+ * Accepted: delta-seconds (ASCII digits only, e.g. `"120"`; leading zeros allowed), or an HTTP-date
+ * in any of the three forms RFC 9110 requires recipients to accept (IMF-fixdate, RFC 850, asctime).
+ * A date in the past gives `0`.
  *
  * Refused (`undefined`): a missing header, an empty or malformed value, a sign (`"-1"`, `"+1"`), a
  * fraction (`"1.5"`), an impossible date (`"31 Feb"`), several values joined by a comma, and any
@@ -44,19 +45,45 @@ export function parseRetryAfter(
   value: string | null | undefined,
   nowMs: number = Date.now(),
 ): number | undefined {
+  const ms = askedWaitMs(value, nowMs);
+  return ms === undefined || ms > MAX_RETRY_AFTER_MS ? undefined : ms;
+}
+
+/**
+ * @internal What a retry makes of a response's `Retry-After` (the `retryIf` answer of `limitFetch`
+ * and `limitInterceptor` for a response they would retry): the least wait in ms for a valid value
+ * up to {@link MAX_RETRY_AFTER_MS}; `false` (do not retry) for a valid value that asks for longer,
+ * since the downstream said not to come back soon; `true` (the policy's own back-off) for a
+ * missing or malformed value.
+ * @param value - the header value as read, or nothing.
+ * @param nowMs - the current time in epoch ms, for an HTTP-date. @default `Date.now()`
+ * @example `retryAfterVerdict('120') // 120_000`; `retryAfterVerdict('172800') // false`
+ */
+export function retryAfterVerdict(
+  value: string | null | undefined,
+  nowMs: number = Date.now(),
+): boolean | number {
+  const ms = askedWaitMs(value, nowMs);
+  if (ms === undefined) return true;
+  return ms > MAX_RETRY_AFTER_MS ? false : ms;
+}
+
+/**
+ * The wait a `Retry-After` asks for in ms, however long (`Infinity` for a delta-seconds past nine
+ * significant digits), or `undefined` when the value is not a delta-seconds or an HTTP-date.
+ */
+function askedWaitMs(value: string | null | undefined, nowMs: number): number | undefined {
   // A real value is at most 29 characters (an IMF-fixdate): a long one is refused before any work.
   if (typeof value !== 'string' || value.length > 64) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) {
-    // 9 digits already exceed a day in seconds: refuse before any precision is lost.
-    if (text.length > 9) return undefined;
-    const ms = Number(text) * 1000;
-    return ms > MAX_RETRY_AFTER_MS ? undefined : ms;
+    const digits = text.replace(/^0+(?=\d)/, '');
+    // Past 9 significant digits the wait is years: not converted, so no precision is lost.
+    return digits.length > 9 ? Infinity : Number(digits) * 1000;
   }
   const at = parseHttpDate(text, nowMs);
   if (at === undefined || !Number.isFinite(nowMs)) return undefined;
-  const ms = Math.max(0, Math.ceil(at - nowMs));
-  return ms > MAX_RETRY_AFTER_MS ? undefined : ms;
+  return Math.max(0, Math.ceil(at - nowMs));
 }
 
 /** An HTTP-date (one of the three forms) as epoch ms, or `undefined` when malformed or impossible. */

@@ -476,6 +476,23 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(retry.stats()).toMatchObject({ attempts: 2, retries: 1 });
   });
 
+  test('a Retry-After over one day ends the retries through the guard', async () => {
+    const { g } = breaker({ volumeThreshold: 10 });
+    const retry = new RetryPolicy({ maxAttempts: 3, baseDelayMs: 0, maxDelayMs: 3_600_000 });
+    const dispatcher = agentWith({ guard: g, retry });
+    const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toUTCString();
+    for (const retryAfter of ['172800', twoDaysAhead]) {
+      const answer = await get(
+        dispatcher,
+        `/status/503?retry-after=${encodeURIComponent(retryAfter)}`,
+      );
+      expect(answer).toMatchObject({ statusCode: 503, text: 'body' });
+    }
+    expect(server.count).toBe(2);
+    expect(retry.stats()).toMatchObject({ calls: 2, attempts: 2, retries: 0 });
+    expect(outcomes).toEqual(['dropped', 'dropped']);
+  });
+
   test("retries go through the guard, each attempt judged, and a fallback's answer is not retried", async () => {
     const { g } = breaker({
       volumeThreshold: 2,

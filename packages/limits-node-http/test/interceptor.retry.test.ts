@@ -236,6 +236,23 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     expect(server.count).toBe(1);
   });
 
+  test('a Retry-After over one day ends the retries, as delta-seconds or as an HTTP-date', async () => {
+    const limiter = limiterOf();
+    const retry = policyOf({ maxDelayMs: 3_600_000 });
+    const dispatcher = agentWith({ limiter, retry });
+    const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toUTCString();
+    for (const retryAfter of ['172800', twoDaysAhead]) {
+      const url = `${server.origin}/status/503?retry-after=${encodeURIComponent(retryAfter)}`;
+      const res = await undici.request(url, { dispatcher });
+      expect(res.statusCode).toBe(503);
+      expect(res.headers['retry-after']).toBe(retryAfter);
+      await res.body.text();
+    }
+    expect(server.count).toBe(2);
+    expect(retry.stats()).toMatchObject({ calls: 2, attempts: 2, retries: 0 });
+    expect(outcomes).toEqual(['dropped', 'dropped']);
+  });
+
   test("the caller's abort during the back-off wait ends the call at once and clears the timer", async () => {
     const clock = new ManualClock();
     const limiter = limiterOf();

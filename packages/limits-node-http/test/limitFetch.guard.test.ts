@@ -92,6 +92,22 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
     expect(g.limiter.inflight).toBe(0);
   });
 
+  test('a Retry-After over one day ends the retries through the guard', async () => {
+    const { g, outcomes } = breaker({ volumeThreshold: 10 });
+    const policy = new RetryPolicy({ maxAttempts: 3, baseDelayMs: 0, maxDelayMs: 3_600_000 });
+    const f = limitFetch(baseFetch, { guard: g, retry: policy });
+    const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toUTCString();
+    for (const retryAfter of ['172800', twoDaysAhead]) {
+      server.handle = reply(503, 'come back later', { 'retry-after': retryAfter });
+      const res = await f(server.url);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toBe('come back later');
+    }
+    expect(server.requests).toHaveLength(2);
+    expect(policy.stats()).toMatchObject({ calls: 2, attempts: 2, retries: 0 });
+    expect(outcomes()).toEqual(['dropped', 'dropped']);
+  });
+
   test('a fallback Response is returned as is; a fallback that is not a Response is a TypeError', async () => {
     const cached = new Response('cached');
     const { g } = breaker({

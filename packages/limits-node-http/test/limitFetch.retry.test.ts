@@ -116,6 +116,22 @@ describe.each(fetches)('limitFetch retries with %s', (_name, baseFetch) => {
     expect(outcomes()).toEqual(['dropped']);
   });
 
+  test('a Retry-After over one day ends the retries, as delta-seconds or as an HTTP-date', async () => {
+    const { limiter, outcomes } = recorded();
+    const policy = new RetryPolicy({ maxAttempts: 3, baseDelayMs: 0, maxDelayMs: 3_600_000 });
+    const f = limitFetch(baseFetch, { limiter, retry: policy });
+    const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toUTCString();
+    for (const retryAfter of ['172800', twoDaysAhead]) {
+      server.handle = reply(503, 'come back later', { 'retry-after': retryAfter });
+      const res = await f(server.url);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toBe('come back later');
+    }
+    expect(server.requests).toHaveLength(2);
+    expect(policy.stats()).toMatchObject({ calls: 2, attempts: 2, retries: 0 });
+    expect(outcomes()).toEqual(['dropped', 'dropped']);
+  });
+
   test('does not retry a success, a 404 or a POST by default', async () => {
     const { limiter } = recorded();
     const policy = immediate();

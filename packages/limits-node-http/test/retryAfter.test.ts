@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../src/retryAfter.js';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter, retryAfterVerdict } from '../src/retryAfter.js';
 
 const NOW = Date.parse('2015-10-21T07:28:00Z');
 
@@ -9,6 +9,12 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('1')).toBe(1000);
     expect(parseRetryAfter('120')).toBe(120_000);
     expect(parseRetryAfter(' 5 ')).toBe(5000);
+  });
+
+  it('reads delta-seconds with leading zeros', () => {
+    expect(parseRetryAfter('007')).toBe(7000);
+    expect(parseRetryAfter('0000000000120')).toBe(120_000);
+    expect(parseRetryAfter('0000000000')).toBe(0);
   });
 
   it('accepts a wait of exactly one day and refuses anything longer', () => {
@@ -74,5 +80,37 @@ describe('parseRetryAfter', () => {
 
   it('refuses a date when the current time is not a number', () => {
     expect(parseRetryAfter('Wed, 21 Oct 2015 07:29:00 GMT', Number.NaN)).toBeUndefined();
+  });
+});
+
+describe('retryAfterVerdict', () => {
+  it('waits at least a valid Retry-After of up to one day', () => {
+    expect(retryAfterVerdict('0')).toBe(0);
+    expect(retryAfterVerdict('120')).toBe(120_000);
+    expect(retryAfterVerdict('86400')).toBe(MAX_RETRY_AFTER_MS);
+    expect(retryAfterVerdict('Wed, 21 Oct 2015 07:29:00 GMT', NOW)).toBe(60_000);
+  });
+
+  it('does not retry a valid Retry-After over one day, delta-seconds or HTTP-date', () => {
+    for (const v of ['86401', '172800', '999999999', '99999999999999999999999']) {
+      expect(retryAfterVerdict(v), v).toBe(false);
+    }
+    expect(retryAfterVerdict('Thu, 22 Oct 2015 07:28:01 GMT', NOW)).toBe(false);
+    expect(retryAfterVerdict('Fri, 01 Jan 9999 00:00:00 GMT', NOW)).toBe(false);
+  });
+
+  it('leaves the wait to the back-off without a valid Retry-After', () => {
+    for (const v of [
+      null,
+      undefined,
+      '',
+      'soon',
+      '-1',
+      '1.5',
+      '1, 2',
+      'Wed, 31 Feb 2015 07:28:00 GMT',
+    ]) {
+      expect(retryAfterVerdict(v, NOW), String(v)).toBe(true);
+    }
   });
 });
