@@ -119,7 +119,7 @@ async function call(
   let response: Response;
   try {
     response =
-      c.retry !== undefined && c.retryable(request) && replayable(init)
+      c.retry !== undefined && c.retryable(request) && replayable(req, init)
         ? await retried(c, send, input, init, request, budget)
         : await attempt(c, send, input, init, request, budget);
   } catch (error) {
@@ -132,17 +132,26 @@ async function call(
   return response;
 }
 
-/** A body given as a stream (or an async iterable) can be sent once only. */
-function replayable(init: RequestInit | undefined): boolean {
+/**
+ * Whether the body can be sent again: none, or one held in memory in `init`. A stream (or an async
+ * iterable) in `init.body` can be sent once only, and so can a `Request`'s own body, which fetch
+ * reads as a stream whatever it was made from: sending it again would mean keeping a copy of the
+ * whole upload.
+ */
+function replayable(req: RequestLike | undefined, init: RequestInit | undefined): boolean {
   const body = init?.body as unknown;
-  if (typeof body !== 'object' || body === null) return true;
+  // Without a body in `init`, fetch sends the Request's own body.
+  if (body === undefined || body === null) {
+    return req === undefined || req.body === null || req.body === undefined;
+  }
+  if (typeof body !== 'object') return true;
   return (
     typeof (body as ReadableStream).getReader !== 'function' &&
     typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function'
   );
 }
 
-/** Attempts under the retry policy; a `Request` with a body is cloned for every attempt. */
+/** Attempts under the retry policy (the input is sent again as it is: its body is replayable). */
 function retried(
   c: LimitFetchConfig,
   send: Send,
@@ -151,9 +160,8 @@ function retried(
   request: LimitFetchRequest,
   budget: FetchBudget,
 ): Promise<Response> {
-  const cloned = isRequestLike(input) && input.body !== null && input.body !== undefined;
   return (c.retry as NonNullable<LimitFetchConfig['retry']>).run(
-    () => attempt(c, send, cloned ? (input as RequestLike).clone() : input, init, request, budget),
+    () => attempt(c, send, input, init, request, budget),
     {
       ...(budget.signal === undefined ? {} : { signal: budget.signal }),
       retryIf: (result) => retryVerdict(c, request, result, budget),

@@ -91,8 +91,10 @@ export interface LimitFetchOptions {
    */
   retry?: RetryPolicy;
   /**
-   * Which requests `retry` may repeat. A body given as a `ReadableStream` in `init.body` can be sent
-   * only once: such a request is never retried.
+   * Which requests `retry` may repeat. A body that is a stream is sent once, and its request never
+   * retried (no copy of the upload is kept): a `ReadableStream` or an async iterable in `init.body`,
+   * and the body of a `Request`, which fetch reads as a stream whatever it was made from. To retry
+   * a request with a body, pass the URL and the body in `init` (a string, bytes, a `Blob`, …).
    * @default idempotent methods only: GET, HEAD, OPTIONS, PUT, DELETE, TRACE
    */
   retryable?: (request: LimitFetchRequest) => boolean;

@@ -164,6 +164,36 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     expect(retry.stats().calls).toBe(0);
   });
 
+  test("undici's fetch hands every body over as a stream: a fetch with a body is sent once", async () => {
+    const limiter = limiterOf();
+    const retry = policyOf();
+    const dispatcher = agentWith({ limiter, retry, retryable: () => true });
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('upload'));
+        c.close();
+      },
+    });
+    const streamed = await undici.fetch(`${server.origin}/flaky/1?k=a`, {
+      dispatcher,
+      method: 'PUT',
+      body: stream,
+      duplex: 'half',
+    });
+    expect(streamed.status).toBe(503);
+    await streamed.text();
+    const request = new undici.Request(`${server.origin}/flaky/1?k=b`, {
+      method: 'PUT',
+      body: 'doc',
+    });
+    const fromRequest = await undici.fetch(request, { dispatcher });
+    expect(fromRequest.status).toBe(503);
+    await fromRequest.text();
+    expect(server.count).toBe(2);
+    expect(retry.stats().calls).toBe(0);
+    expect(limiter.inflight).toBe(0);
+  });
+
   test('a network error is retried, and after maxAttempts the caller gets it', async () => {
     const limiter = limiterOf();
     const retry = policyOf();

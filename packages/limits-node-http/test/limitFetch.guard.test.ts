@@ -1,6 +1,6 @@
 import { type Guard, type GuardOptions, guard } from 'limits-breaker';
 import { Limiter, type ReleaseEvent, RetryPolicy } from 'limits-core';
-import { fetch as undiciFetch } from 'undici';
+import { Request as UndiciRequest, fetch as undiciFetch } from 'undici';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, test } from 'vitest';
 import { fetchGuard } from '../src/fetchGuard.js';
 import { limitFetch } from '../src/limitFetch.js';
@@ -106,6 +106,44 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
     expect(server.requests).toHaveLength(2);
     expect(policy.stats()).toMatchObject({ calls: 2, attempts: 2, retries: 0 });
     expect(outcomes()).toEqual(['dropped', 'dropped']);
+  });
+
+  test('a Request whose body is a stream is sent once through the guard, never retried', async () => {
+    const { g, outcomes } = breaker({ volumeThreshold: 10 });
+    const bodies: string[] = [];
+    server.handle = (req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        reply(503, 'busy')(req, res);
+      });
+    };
+    const policy = new RetryPolicy({ maxAttempts: 3, baseDelayMs: 0, maxDelayMs: 0 });
+    const f = limitFetch(baseFetch, { guard: g, retry: policy });
+    const RequestCtor = (
+      baseFetch === globalThis.fetch ? Request : UndiciRequest
+    ) as typeof Request;
+    const body = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('upload'));
+        c.close();
+      },
+    });
+    const request = new RequestCtor(server.url, {
+      method: 'PUT',
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    const res = await f(request);
+    expect(res.status).toBe(503);
+    await res.text();
+    expect(bodies).toEqual(['upload']);
+    expect(policy.stats().calls).toBe(0);
+    expect(request.bodyUsed).toBe(true);
+    expect(outcomes()).toEqual(['dropped']);
   });
 
   test('a fallback Response is returned as is; a fallback that is not a Response is a TypeError', async () => {

@@ -6,7 +6,7 @@ import {
   type RetryEvent,
   RetryPolicy,
 } from 'limits-core';
-import { fetch as undiciFetch } from 'undici';
+import { Request as UndiciRequest, fetch as undiciFetch } from 'undici';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { limitFetch } from '../src/limitFetch.js';
 import { type FetchServer, ManualClock, reply, startServer, until } from './support/fetchServer.js';
@@ -23,12 +23,23 @@ function recorded(limit = 10, maxQueued = 0) {
   return { limiter, outcomes: () => releases.map((e) => e.outcome) };
 }
 
+/** A request body that arrives as a stream of `chunks`. */
+function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      for (const chunk of chunks) c.enqueue(new TextEncoder().encode(chunk));
+      c.close();
+    },
+  });
+}
+
 /** A policy that retries at once (no backoff), so no test waits on time. */
 function immediate(options: ConstructorParameters<typeof RetryPolicy>[0] = {}) {
   return new RetryPolicy({ maxAttempts: 3, baseDelayMs: 0, maxDelayMs: 0, ...options });
 }
 
 describe.each(fetches)('limitFetch retries with %s', (_name, baseFetch) => {
+  const RequestCtor = (baseFetch === globalThis.fetch ? Request : UndiciRequest) as typeof Request;
   let server: FetchServer;
   beforeEach(async () => {
     server = await startServer();
@@ -36,6 +47,23 @@ describe.each(fetches)('limitFetch retries with %s', (_name, baseFetch) => {
   afterEach(async () => {
     await server.close();
   });
+
+  /** Answers each request once its body has arrived with `answer(n)` (n from 1); the bodies seen. */
+  function bodiesAnswered(answer: (n: number) => [number, string]): string[] {
+    const bodies: string[] = [];
+    server.handle = (req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        const [status, text] = answer(bodies.length);
+        reply(status, text)(req, res);
+      });
+    };
+    return bodies;
+  }
 
   test('retries a 503 and releases the discarded response permit as dropped', async () => {
     const { limiter, outcomes } = recorded();
@@ -179,27 +207,51 @@ describe.each(fetches)('limitFetch retries with %s', (_name, baseFetch) => {
     expect(limiter.inflight).toBe(0);
   });
 
-  test('a Request with a body is sent whole on every attempt', async () => {
+  test('a Request whose body is a stream is sent once, never retried, and no copy of it is kept', async () => {
+    const { limiter, outcomes } = recorded();
+    const bodies = bodiesAnswered(() => [503, 'busy']);
+    const policy = immediate();
+    const f = limitFetch(baseFetch, { limiter, retry: policy });
+    const request = new RequestCtor(server.url, {
+      method: 'PUT',
+      body: streamOf('up', 'load'),
+      duplex: 'half',
+    } as RequestInit);
+    const res = await f(request);
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe('busy');
+    expect(bodies).toEqual(['upload']);
+    expect(policy.stats().calls).toBe(0);
+    // fetch read the request's own body: no tee keeps a copy of the upload for a retry.
+    expect(request.bodyUsed).toBe(true);
+    expect(outcomes()).toEqual(['dropped']);
+    expect(limiter.inflight).toBe(0);
+  });
+
+  test('a Request made with a string body is sent once too; the same body in init is retried', async () => {
     const { limiter } = recorded();
-    const bodies: string[] = [];
-    server.handle = (req, res) => {
-      let body = '';
-      req.on('data', (c) => {
-        body += c;
-      });
-      req.on('end', () => {
-        bodies.push(body);
-        if (bodies.length === 1) reply(503, 'busy')(req, res);
-        else res.end('stored');
-      });
-    };
-    const f = limitFetch(baseFetch, { limiter, retry: immediate() });
-    const RequestCtor = (
-      baseFetch === globalThis.fetch ? Request : (await import('undici')).Request
-    ) as typeof Request;
+    const bodies = bodiesAnswered((n) => (n <= 2 ? [503, 'busy'] : [200, 'stored']));
+    const policy = immediate();
+    const f = limitFetch(baseFetch, { limiter, retry: policy });
+    // fetch reads every Request body as a stream, whatever it was made from.
     const res = await f(new RequestCtor(server.url, { method: 'PUT', body: 'doc' }));
-    expect(await res.text()).toBe('stored');
-    expect(bodies).toEqual(['doc', 'doc']);
+    expect(res.status).toBe(503);
+    await res.text();
+    expect(bodies).toEqual(['doc']);
+    const again = await f(server.url, { method: 'PUT', body: 'doc' });
+    expect(await again.text()).toBe('stored');
+    expect(bodies).toEqual(['doc', 'doc', 'doc']);
+    expect(policy.stats()).toMatchObject({ calls: 1, retries: 1 });
+  });
+
+  test('a Request without a body is retried as it is', async () => {
+    const { limiter, outcomes } = recorded();
+    const bodies = bodiesAnswered((n) => (n === 1 ? [503, 'busy'] : [200, 'fine']));
+    const f = limitFetch(baseFetch, { limiter, retry: immediate() });
+    const res = await f(new RequestCtor(server.url));
+    expect(await res.text()).toBe('fine');
+    expect(bodies).toEqual(['', '']);
+    expect(outcomes()).toEqual(['dropped', 'success']);
   });
 
   test('never retries a refusal by the limiter', async () => {
