@@ -156,28 +156,53 @@ class BodySource implements UnderlyingSource<Uint8Array> {
   }
 }
 
+/** A reason phrase `new Response()` accepts (Fetch's `reason-phrase`: HTAB, SP, VCHAR, obs-text). */
+const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /**
  * A response like `response` whose body releases `lease` when it ends: same status, status text,
- * headers, `url`, `redirected` and `type`, made by the response's own class (so an undici
- * `Response` stays one). The new body is a default (not a byte) stream: BYOB readers are not
- * supported.
+ * headers, `url`, `redirected`, `type` and `ok`, made by the response's own class (so an undici
+ * `Response` stays one), and clones that keep them. A status or status text that fetch resolves
+ * with but `new Response()` refuses (a status outside 200–599, a status text that is not a reason
+ * phrase, e.g. a decoded UTF-8 one) is built with `200` or `''` and shown as fetch gave it. The new
+ * body is a default (not a byte) stream: BYOB readers are not supported.
+ *
+ * @throws whatever the response's class throws when it refuses to build one (a look-alike): then
+ *   nothing has happened yet, neither to `response`'s body nor to `lease`.
  */
 export function holdBody(response: Response, lease: BodyLease): Response {
-  lease.reader = (response.body as ReadableStream<Uint8Array>).getReader();
   const stream = new ReadableStream<Uint8Array>(new BodySource(lease), { highWaterMark: 0 });
-  registry?.register(stream, lease, lease);
   // The response's own class (undici's Response stays one); the global one for a look-alike.
   const own: unknown = response.constructor;
   const Ctor = typeof own === 'function' && own !== Object ? (own as typeof Response) : Response;
+  const { status, statusText } = response;
+  const statusBuilds = status >= 200 && status <= 599;
+  const textBuilds = REASON_PHRASE.test(statusText);
   const held = new Ctor(stream, {
-    status: response.status,
-    statusText: response.statusText,
+    status: statusBuilds ? status : 200,
+    statusText: textBuilds ? statusText : '',
     headers: response.headers,
   });
-  Object.defineProperties(held, {
+  lease.reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  registry?.register(stream, lease, lease);
+  const shown: PropertyDescriptorMap = {
     url: { value: response.url, enumerable: true },
     redirected: { value: response.redirected, enumerable: true },
     type: { value: response.type, enumerable: true },
+  };
+  if (!statusBuilds || !textBuilds) {
+    shown.status = { value: status, enumerable: true };
+    shown.statusText = { value: statusText, enumerable: true };
+    shown.ok = { value: response.ok, enumerable: true };
+  }
+  return show(held, shown);
+}
+
+/** `response` with the properties `shown` over its own, and so are its clones. */
+function show(response: Response, shown: PropertyDescriptorMap): Response {
+  const clone = response.clone;
+  return Object.defineProperties(response, {
+    ...shown,
+    clone: { value: () => show(clone.call(response), shown) },
   });
-  return held;
 }

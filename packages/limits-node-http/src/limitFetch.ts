@@ -214,7 +214,8 @@ async function attempt(
   const permit = await acquire(limiter, budget);
   const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
   if (!x.failed && keepsBody(c, x.response as Response)) {
-    return holdResponse(c, x, budget, (outcome) => releaseAs(permit, outcome));
+    const held = holdResponse(c, x, budget, (outcome) => releaseAs(permit, outcome));
+    if (held !== undefined) return held;
   }
   releaseAs(permit, x.outcome);
   if (x.failed) throw x.error;
@@ -288,7 +289,10 @@ class GuardedAttempt implements FetchAttempt {
     if (x.failed || !keepsBody(c, x.response as Response)) return x;
     const hold = ctx.hold();
     const response = holdResponse(c, x, budget, (outcome) => hold.release(outcome));
-    return new Exchange(x.outcome, false, response, undefined);
+    if (response !== undefined) return new Exchange(x.outcome, false, response, undefined);
+    // (A hold released while the action runs goes back when it settles.)
+    hold.release(x.outcome);
+    return x;
   }
 }
 
@@ -321,15 +325,24 @@ function keepsBody(c: LimitFetchConfig, response: Response): boolean {
   return !c.releaseAtHeaders && response.body !== null && response.body !== undefined;
 }
 
-/** The response handed out, whose body releases `end` when it ends (see {@link BodyLease}). */
+/**
+ * The response handed out, whose body releases `end` when it ends (see {@link BodyLease}); or
+ * `undefined` when the response's class refuses to build it (a look-alike): then the caller
+ * releases at once and hands out `x.response` as fetch gave it.
+ */
 function holdResponse(
   c: LimitFetchConfig,
   x: Exchange,
   budget: FetchBudget,
   end: (outcome: Outcome) => void,
-): Response {
+): Response | undefined {
   const lease = new BodyLease(x.outcome, budget.callerSignal, end);
-  const held = holdBody(x.response as Response, lease);
+  let held: Response;
+  try {
+    held = holdBody(x.response as Response, lease);
+  } catch {
+    return undefined;
+  }
   lease.watch(budget.signal);
   if (c.bodyTimeoutMs !== Infinity) {
     lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => budget.abort(reason));
