@@ -32,7 +32,11 @@ export function packageConfig(o: PackageTestConfig) {
         ? ['default', ['json', { outputFile: `${report}/${o.name}.json` }]]
         : ['default'],
       include: ['test/**/*.test.ts'],
-      testTimeout: 20_000,
+      // Generous on purpose: the property tests are sized by run count, never by wall clock, and the
+      // heaviest (the guard and limiter models, Redis stopped mid-run) take up to 5 s alone on a busy
+      // 2-core machine; 120 s lets a machine four times slower still pass, and bounds a hung test.
+      testTimeout: 120_000,
+      hookTimeout: 120_000,
       // `npm test` runs `vitest run --coverage` (the package's test script); the threshold fails the run.
       coverage: {
         provider: 'v8',

@@ -19,7 +19,7 @@ beforeAll(async () => {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', dist], { cwd: root });
   server = await startRedis();
   admin = new Redis(server.port, '127.0.0.1');
-}, 60_000);
+});
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
   admin?.disconnect();
@@ -81,7 +81,7 @@ describe('RedisConcurrencyBudget across processes', () => {
     // The cap was really contended: 80 local permits competed for 40 leases.
     expect(Math.max(maxLeases, ...reports.map((r) => r.counterMax))).toBe(40);
     expect(await admin.exists(leases)).toBe(0);
-  }, 60_000);
+  });
 
   it('reclaims the leases of a holder killed with SIGKILL after their TTL', async () => {
     const name = `crash-${Date.now()}`;
@@ -121,5 +121,5 @@ describe('RedisConcurrencyBudget across processes', () => {
       await budget.close();
       redis.disconnect();
     }
-  }, 30_000);
+  });
 });

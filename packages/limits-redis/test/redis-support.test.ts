@@ -49,7 +49,7 @@ describe('the test Redis Cluster', () => {
   let cluster: TestCluster;
   beforeAll(async () => {
     cluster = await startCluster();
-  }, 30_000);
+  });
   afterAll(async () => {
     await cluster?.close();
   });
