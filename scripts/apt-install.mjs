@@ -9,10 +9,12 @@ export function canAptInstall() {
 }
 
 /**
- * `apt-get update` and `apt-get install -y --no-install-recommends <pkg>`, output shown; on failure
- * prints why (prefixed with `who`) and exits with code 1.
+ * `apt-get update` and `apt-get install -y --no-install-recommends <pkg>`, output shown, after one
+ * line that says what is installed and `why` (both prefixed with `who`); on failure prints why and
+ * exits with code 1.
  */
-export function aptInstall(pkg, who) {
+export function aptInstall(pkg, who, why) {
+  console.log(`${who}: installing the Debian package ${pkg} with apt-get (as root): ${why}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {
     execFileSync('apt-get', ['update'], { stdio: 'inherit', env });

@@ -5,6 +5,7 @@
 // a spawn error.
 //
 //   node scripts/ensure-postgres.mjs      prints the directory holding the binaries
+//   LIMITS_POSTGRES_NO_INSTALL=1 node scripts/ensure-postgres.mjs   only check, never install
 //
 // `findPostgresBin()` is exported for the example's setup: the directory with `initdb` and `postgres`,
 // or `undefined`. Debian keeps them off PATH (in /usr/lib/postgresql/<major>/bin), so it looks at
@@ -49,9 +50,12 @@ function main() {
     console.log(`ensure-postgres: PostgreSQL server binaries in ${bin}`);
     return;
   }
-  if (canAptInstall()) {
-    console.log('ensure-postgres: initdb is missing; installing the Debian package postgresql');
-    aptInstall('postgresql', 'ensure-postgres');
+  if (canAptInstall() && !process.env.LIMITS_POSTGRES_NO_INSTALL) {
+    aptInstall(
+      'postgresql',
+      'ensure-postgres',
+      'the wrap-postgres example starts a throwaway PostgreSQL and initdb is not found (LIMITS_POSTGRES_NO_INSTALL=1 only checks)',
+    );
     bin = findPostgresBin();
     if (bin !== undefined) {
       console.log(`ensure-postgres: PostgreSQL server binaries in ${bin}`);
