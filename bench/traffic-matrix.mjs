@@ -21,7 +21,14 @@
 // 3 s for requests started in [2 s, 10 s)) under 200 per second; S2's database (4 workers, 100 ms,
 // a queue behind them) under 60 per second.
 
-import { AimdLimit, GradientLimit, Limiter, seededRandom, VegasLimit, WindowedLimit } from 'limits-core';
+import {
+  AimdLimit,
+  GradientLimit,
+  Limiter,
+  seededRandom,
+  VegasLimit,
+  WindowedLimit,
+} from 'limits-core';
 import {
   Downstream,
   ReferenceLimit,
@@ -55,7 +62,9 @@ const ALGORITHMS = {
   'Windowed (AIMD, p90)': () => new WindowedLimit(new AimdLimit(), { aggregate: 0.9 }),
 };
 
-const FIXED = [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 50, 70, 100, 150, 200, 300, 500, 1000, 2000];
+const FIXED = [
+  1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 50, 70, 100, 150, 200, 300, 500, 1000, 2000,
+];
 const GIVE_UP_MS = 600_000;
 
 /** One run: seconds until the last job ended (Infinity if not all within GIVE_UP_MS), and the bound. */
@@ -105,10 +114,16 @@ function fmt(s) {
   return s === Infinity ? `> ${GIVE_UP_MS / 1000}` : s.toFixed(1);
 }
 
-console.log(`seed ${seed}; each cell: seconds to finish · ratio to the better of the reference and the best fixed limit · most units beyond max(floor(limit), probeSlots) at a grant (✗: past the late-probe bound)\n`);
+console.log(
+  `seed ${seed}; each cell: seconds to finish · ratio to the better of the reference and the best fixed limit · most units beyond max(floor(limit), probeSlots) at a grant (✗: past the late-probe bound)\n`,
+);
 console.log(
   `| shape (work) | retries | reference s | best fixed s (limit) | ${Object.keys(ALGORITHMS).join(' | ')} |`,
 );
-console.log(`|---|---|---:|---:|${Object.keys(ALGORITHMS).map(() => '---:').join('|')}|`);
+console.log(
+  `|---|---|---:|---:|${Object.keys(ALGORITHMS)
+    .map(() => '---:')
+    .join('|')}|`,
+);
 for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 console.log(`\n${within} of ${cells} cells within 1.25× with no grant past the bound`);

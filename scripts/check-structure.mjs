@@ -3,8 +3,7 @@
 // 1. No import cycle in any package's src/ (relative imports, type-only ones included: a cycle of types
 //    still means two files that cannot be read apart). The same graph `madge --circular` sees; this
 //    script needs no dependency, so the check runs offline and in about 50 ms.
-// 2. No source file over MAX_LINES lines, and the files in SMALLER under their own limit.
-// 3. Another library's internals are touched in one adapter file each (STYLE.md): the patterns in
+// 2. Another library's internals are touched in one adapter file each (STYLE.md): the patterns in
 //    INTERNALS may appear only in the file named for them.
 //
 //   node scripts/check-structure.mjs           check, print a one-line summary per package
@@ -14,9 +13,6 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const MAX_LINES = 400;
-/** Files with a tighter limit than MAX_LINES (issue 10: the limiter is counters, admit, grant, release). */
-const SMALLER = { 'packages/limits-core/src/limiter/Limiter.ts': 349 };
 /**
  * Patterns that reach into another library's internals, and the one file allowed to use each.
  * eventemitter3 keeps its listeners in `_events`; opossum's rolling counts live in `status.window`.
@@ -155,8 +151,6 @@ for (const pkg of readdirSync(packagesDir).sort()) {
     graph.set(file, importsOf(file, text));
     const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
     if (lines > largest.lines) largest = { file: rel, lines };
-    const limit = SMALLER[rel] ?? MAX_LINES;
-    if (lines > limit) problems.push(`${rel}: ${lines} lines, over the limit of ${limit}`);
     const code = stripComments(text);
     for (const rule of INTERNALS) {
       if (rel !== rule.allowed && rule.pattern.test(code)) {
