@@ -5,7 +5,6 @@ export {
   type RejectReason,
 } from './errors/LimitExceededError.js';
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
-export { QuotaExceededError } from './errors/QuotaExceededError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
 export { checkClock } from './internal/checkClock.js';
@@ -89,6 +88,7 @@ export {
   type QuotaRefuseEvent,
   type QuotaResult,
 } from './quota/Quota.js';
+export { QuotaExceededError } from './quota/QuotaExceededError.js';
 export {
   MAX_QUOTA_KEY_LENGTH,
   type QuotaStore,

@@ -1,5 +1,5 @@
-import type { Quota, QuotaResult } from '../quota/Quota.js';
-import { LimitsError } from './LimitsError.js';
+import { LimitsError } from '../errors/LimitsError.js';
+import type { Quota, QuotaResult } from './Quota.js';
 
 /** A refusal of a limits-core `Quota` (`consume` answered `ok: false`). */
 type QuotaRefusal = Extract<QuotaResult, { ok: false }>;
