@@ -1,5 +1,5 @@
 import type { Clock } from '../internal/clock.js';
-import { type Classify, defaultClassify, type Outcome } from '../permit/outcome.js';
+import { type Classify, defaultClassify, OUTCOMES, type Outcome } from '../permit/outcome.js';
 import type { Permit } from '../permit/Permit.js';
 
 /**
@@ -276,11 +276,7 @@ function settle(permit: Permit, error: unknown, result: unknown, hooks: RunHooks
   } catch (hookError) {
     hooks.onError(hookError);
   }
-  const outcome = outcomeOf(error, result, hooks);
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
+  permit.release(outcomeOf(error, result, hooks));
 }
 
 /**
@@ -296,5 +292,7 @@ export function outcomeOf(error: unknown, result: unknown, hooks: RunHooks): Out
       hooks.onError(classifyError);
     }
   }
-  return outcome ?? defaultClassify(error);
+  if (outcome === undefined) return defaultClassify(error);
+  // An answer that is not an outcome says nothing of the call: `ignore`.
+  return OUTCOMES.includes(outcome) ? outcome : 'ignore';
 }

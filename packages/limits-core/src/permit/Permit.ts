@@ -1,7 +1,8 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 // Permit has a [Symbol.dispose] method: the reference above keeps the published Permit.d.ts
 // typechecking for users whose lib lacks ESNext.Disposable (and who have no @types/node).
-import type { Outcome } from './outcome.js';
+import { formatValue } from '../internal/validate.js';
+import { OUTCOMES, type Outcome } from './outcome.js';
 
 /** @internal What a permit reports back to: the limiter that granted it. */
 export interface PermitOwner {
@@ -97,6 +98,21 @@ export class Permit {
   /** The call says nothing about the downstream's load (or never started): no sample. */
   ignore(): void {
     Permit.#settle(this, 'ignore');
+  }
+
+  /**
+   * Reports how the call ended with an {@link Outcome} decided elsewhere (a classifier's answer):
+   * `release('dropped')` is `dropped()`, and so on. The first outcome wins; later calls do nothing.
+   * @throws TypeError when `outcome` is not one of `success`, `dropped`, `failure`, `ignore` (the
+   *   permit stays held).
+   */
+  release(outcome: Outcome): void {
+    if (!OUTCOMES.includes(outcome)) {
+      throw new TypeError(
+        `limits: permit.release(outcome): outcome must be one of ${OUTCOMES.map((o) => `"${o}"`).join(', ')}, got ${formatValue(outcome)}`,
+      );
+    }
+    Permit.#settle(this, outcome);
   }
 
   /** Releases with `ignore` if no outcome was reported (for `using`). */
