@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 
 /**
- * @internal A limiter's time: its clock made monotonic. An injected clock need not be monotonic; a
+ * A limiter's time: its clock made monotonic. An injected clock need not be monotonic; a
  * backward jump is absorbed into `skew`, so `now()` never goes backwards. Queue times, expiries,
  * permit start times and deadlines (converted at admission with `skew`) all use it; the limiter and
  * its wait queue share one instance.

@@ -1,6 +1,7 @@
 import { checkFunction, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NO_LOAD_RTT_KEYS, NoLoadRtt } from './NoLoadRtt.js';
+import { NoLoadRtt } from './NoLoadRtt.js';
+import { NO_LOAD_RTT_KEYS } from './noLoadRttOptions.js';
 import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
 const KEYS = [

@@ -3,7 +3,7 @@ import { checkFunction, checkKeys, checkNumber } from '../internal/validate.js';
 import type { Sample } from './LimitAlgorithm.js';
 import { NO_LOAD_RTT_KEYS, type NoLoadRttOptions } from './noLoadRttOptions.js';
 
-export { NO_LOAD_RTT_KEYS, type NoLoadRttOptions } from './noLoadRttOptions.js';
+export type { NoLoadRttOptions } from './noLoadRttOptions.js';
 
 /**
  * Between probes the baseline only descends to a sample 20 % or more below it: smaller dips are

@@ -4,8 +4,8 @@ import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
-import { Permit, type PermitOwner } from '../permit/Permit.js';
-import type { Waiter, WaiterOwner } from '../queue/Waiter.js';
+import { Permit } from '../permit/Permit.js';
+import type { Waiter } from '../queue/Waiter.js';
 import type { WaitQueue } from '../queue/WaitQueue.js';
 import { Admission } from './Admission.js';
 import { CloseWaiters, closeTimeout } from './CloseWaiters.js';
@@ -41,7 +41,7 @@ import { TaskRunner } from './TaskRunner.js';
  * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeoutMs: 1000 });
  * ```
  */
-export class Limiter extends EventEmitter<LimiterEvents> implements PermitOwner, WaiterOwner {
+export class Limiter extends EventEmitter<LimiterEvents> {
   // Here: counters, fast paths, grants, releases. Elsewhere: the feed (LimitFeed), admission
   // (Admission), waiters (queue/), refusals (Refusals), tasks (TaskRunner).
   readonly #feed: LimitFeed;

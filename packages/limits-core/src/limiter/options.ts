@@ -138,11 +138,17 @@ export interface LimiterOptions {
    * @default 'on'
    */
   trackLeaks?: 'off' | 'on' | 'stack';
-  /**
-   * @internal Replaces the capacity check with an outside ledger (used by `PartitionedLimiter`);
-   * not part of the stable API.
-   */
-  gate?: CapacityGate;
+}
+
+/**
+ * @internal The key under which `PartitionedLimiter` hands its partitions' limiters their
+ * {@link CapacityGate}: a symbol, so it is neither a public option nor named in option errors.
+ */
+export const GATE: unique symbol = Symbol('limits.gate');
+
+/** @internal Limiter options with a partition's gate (see {@link GATE}). */
+export interface GatedOptions extends LimiterOptions {
+  [GATE]?: CapacityGate;
 }
 
 /** @internal An outside capacity ledger consulted instead of the limiter's own capacity. */

@@ -6,7 +6,6 @@ import {
   checkFunction,
   checkKeys,
   checkNumber,
-  checkObject,
   checkOneOf,
   formatValue,
 } from '../internal/validate.js';
@@ -16,7 +15,14 @@ import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
 import type { Classify } from '../permit/outcome.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';
-import type { CapacityGate, CodelOptions, LimiterOptions, QueueOrder } from './options.js';
+import {
+  type CapacityGate,
+  type CodelOptions,
+  GATE,
+  type GatedOptions,
+  type LimiterOptions,
+  type QueueOrder,
+} from './options.js';
 
 /** @internal Validated limiter options with their defaults applied. */
 export interface ResolvedOptions {
@@ -66,7 +72,6 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'initialServiceMs',
   'fairness',
   'priority',
-  'gate',
   'trackLeaks',
 ];
 
@@ -204,7 +209,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   }
   const clock = checkClock('clock', options.clock) ?? systemClock;
   const classify = checkFunction<Classify>('classify', options.classify);
-  const gate = checkObject<CapacityGate>('gate', options.gate);
+  const gate = (options as GatedOptions)[GATE];
   const maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {
     min: 0,
     integer: true,

@@ -8,6 +8,7 @@ import type {
   CloseOptions,
   CloseResult,
 } from '../limiter/options.js';
+import { GATE, type GatedOptions } from '../limiter/options.js';
 import {
   type PartitionedLimiterOptions,
   prefixed,
@@ -135,17 +136,18 @@ export class PartitionedLimiter {
     o.partitions.forEach((spec, i) => {
       const part = this.#order[i] as Part;
       try {
-        part.limiter = new Limiter({
+        const gated: GatedOptions = {
           ...spec.queue,
           limit: shared ?? new FixedLimit(o.maxTotal),
           probeSlots: 0,
-          gate: this.#gate(part),
+          [GATE]: this.#gate(part),
           ...(options.clock === undefined ? {} : { clock: options.clock }),
           ...(options.classify === undefined ? {} : { classify: options.classify }),
           ...(options.stallThresholdMs === undefined
             ? {}
             : { stallThresholdMs: options.stallThresholdMs }),
-        });
+        };
+        part.limiter = new Limiter(gated);
       } catch (error) {
         throw prefixed(error, `partitions.${part.name}.`);
       }
