@@ -52,7 +52,6 @@ function expectInBounds(a: LimitAlgorithm, min: number, max: number): void {
 }
 
 describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
-  // issue 9, finding 3
   for (const [name, make] of algorithms) {
     for (const [streamName, rtt] of streams) {
       test(`${name} keeps a finite limit within its bounds for 5,000 samples of ${streamName}`, () => {
@@ -77,7 +76,6 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
     }
   }
 
-  // issue 9, finding 3
   test('a GradientLimit fed rtt 0 recovers its limit instead of turning NaN', () => {
     const g = new GradientLimit({ initialLimit: 20 });
     for (let i = 0; i < 50; i++) g.update({ startTime: i, rtt: 0, inflight: 20, dropped: false });
@@ -88,7 +86,6 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
     expect(g.limit).toBeGreaterThanOrEqual(1);
   });
 
-  // issue 9, finding 3
   for (const [name, make] of algorithms) {
     test(`${name} ignores negative, NaN and infinite rtts, start times and in-flight counts`, () => {
       const a = make();
@@ -118,7 +115,6 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
     });
   }
 
-  // issue 9, finding 3
   test('NoLoadRtt never takes a baseline of 0 from a probe of zero rtts', () => {
     const n = new NoLoadRtt({ probeMultiplier: 1, recheckMultiplier: 1, random: () => 0 });
     n.observe({ startTime: 0, rtt: 10, inflight: 1, dropped: false }, 10, 1);
@@ -127,7 +123,6 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
     expect(n.value).toBeGreaterThan(0);
   });
 
-  // issue 9, finding 3
   for (const [name, make] of algorithms) {
     test(`a Limiter with ${name} on a millisecond clock serves 3,000 queued zero-length calls`, async () => {
       const clock = new FakeClock(1_700_000_000_000);
@@ -154,7 +149,6 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
 });
 
 describe('defaults fit the bounds the user gave', () => {
-  // issue 9, finding 16
   test.each([
     ['VegasLimit { maxLimit: 8 }', () => new VegasLimit({ maxLimit: 8 }), 8],
     ['GradientLimit { maxLimit: 8 }', () => new GradientLimit({ maxLimit: 8 }), 8],
@@ -166,13 +160,11 @@ describe('defaults fit the bounds the user gave', () => {
     expect(make().limit).toBe(limit);
   });
 
-  // issue 9, finding 16
   test('a default maxLimit grows to fit an explicit minLimit or initialLimit', () => {
     expect(new AimdLimit({ minLimit: 5000 }).maxLimit).toBe(5000);
     expect(new VegasLimit({ initialLimit: 3000 }).maxLimit).toBe(3000);
   });
 
-  // issue 9, finding 16
   test('other defaults fit explicit values too', () => {
     expect(() => new VegasLimit({ alpha: 7 })).not.toThrow(); // beta default 6 → 7
     expect(() => new VegasLimit({ beta: 2 })).not.toThrow(); // alpha 3 → 2, threshold 1
@@ -186,7 +178,6 @@ describe('defaults fit the bounds the user gave', () => {
     expect(() => new CostEstimator({ ceiling: 0.5 })).not.toThrow(); // floor 1 → 0.5
   });
 
-  // issue 9, finding 16
   test.each([
     [
       () => new VegasLimit({ minLimit: 10, maxLimit: 5 }),

@@ -158,9 +158,9 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
   });
 
   test('a move within a quarter of the baseline is rechecked at half the limit, not deeper; a larger one at a quarter', () => {
-    // Issue 12, S1: with ±10 % jitter a normal probe now and then reads a move of 10–17 % (a median of
-    // 5 samples against the last one); its recheck dipped to a quarter of the limit (2 of 9) and
-    // refused about 14 calls of the load that had just come back.
+    // S1: with ±10 % jitter a normal probe now and then reads a move of 10–17 % (a median of 5
+    // samples against the last one); a recheck at a quarter of the limit (2 of 9) would refuse about
+    // 14 calls of the load that has just come back.
     const probeTo = (rtt: number) => {
       const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2 });
       let t = 0;
@@ -179,15 +179,15 @@ describe('NoLoadRtt (the baseline of Vegas and Gradient)', () => {
       until('dip', rtt, 10); // the recheck, a round later
       return { value: b.value, dip: b.dipLimit };
     };
-    expect(probeTo(40)).toEqual({ value: 40, dip: 5 }); // −20 %: half the limit (was a quarter)
-    expect(probeTo(60)).toEqual({ value: 60, dip: 5 }); // +20 %: half the limit (was a quarter)
-    expect(probeTo(30)).toEqual({ value: 30, dip: 2 }); // −40 %, a collapse: a quarter, as before
-    expect(probeTo(80)).toEqual({ value: 80, dip: 2 }); // +60 %: a quarter, as before
+    expect(probeTo(40)).toEqual({ value: 40, dip: 5 }); // −20 %: half the limit
+    expect(probeTo(60)).toEqual({ value: 60, dip: 5 }); // +20 %: half the limit
+    expect(probeTo(30)).toEqual({ value: 30, dip: 2 }); // −40 %, a collapse: a quarter
+    expect(probeTo(80)).toEqual({ value: 80, dip: 2 }); // +60 %: a quarter
   });
 
   test('a probe that comes due while the load leaves the limit well unused is open: no dip; it refreshes or lowers the baseline, never raises it', () => {
-    // Issue 12, S1: at half the limit a dip to half refused a cluster of calls of a healthy
-    // downstream (about 0.5 % of them).
+    // S1: at half the limit a dip to half would refuse a cluster of calls of a healthy downstream
+    // (about 0.5 % of them).
     const run = (rtt: number) => {
       const b = new NoLoadRtt({ random: () => 0, recheckMultiplier: 2 });
       let t = 0;
@@ -384,7 +384,6 @@ describe('Gradient relearns a latency that moved up many times over', () => {
   });
 });
 
-// issue 10: helpers of the algorithms are not part of the package's API
 describe('the package exports the algorithms, not their helpers', () => {
   test('NoLoadRtt, SlowStart and log10Scale are not exported; the algorithms are', () => {
     const names = Object.keys(core);

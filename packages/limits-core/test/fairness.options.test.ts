@@ -126,7 +126,6 @@ const rows: Row[] = [
 
 describe('fair queue, priority and cost estimator options', () => {
   for (const [label, build, type, message] of rows) {
-    // issue 9, bad input
     test(`${label} is refused with a ${type.name} naming the option`, () => {
       expect(build).toThrow(type);
       expect(build).toThrow(message);

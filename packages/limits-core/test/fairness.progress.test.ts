@@ -42,14 +42,12 @@ function customLimit(limit: number): LimitAlgorithm {
 }
 
 describe('deficit round robin always makes progress', () => {
-  // issue 9, finding 4
   test('a head whose charge exceeds maxCredit is served once its tenant has maxCredit', () => {
     const drr = new DeficitRoundRobin({ quantum: 1, maxCredit: 1 }, Infinity);
     drr.add(waiter('a', 2));
     expect(tenantOf(drr.peek() as Waiter)).toBe('a');
   });
 
-  // issue 9, finding 4
   test('a tenant whose charges exceed maxCredit still gets only its share: the excess is carried as debt', () => {
     const drr = new DeficitRoundRobin({ quantum: 1, maxCredit: 1 }, Infinity);
     for (let i = 0; i < 20; i++) drr.add(waiter('heavy', 2));
@@ -61,7 +59,6 @@ describe('deficit round robin always makes progress', () => {
     expect(Math.abs(light - 2 * heavy)).toBeLessThanOrEqual(2);
   });
 
-  // issue 9, finding 4
   test('fractional quanta far below the charge reach the head in one peek', () => {
     const drr = new DeficitRoundRobin(
       { quantum: (t) => (t === 'a' ? 0.1 : 0.3), maxCredit: 7 },
@@ -72,7 +69,6 @@ describe('deficit round robin always makes progress', () => {
     expect(serve(drr, 2).sort()).toEqual(['a', 'b']);
   });
 
-  // issue 9, finding 4
   test('permit.success() returns and serves a cost-2 waiter when maxCredit is 1 and the algorithm has no maxLimit', async () => {
     const limiter = new Limiter({
       limit: customLimit(2),
@@ -101,7 +97,6 @@ describe('a fairness quantum function is checked before the fair queue changes',
     ['a string', '2', TypeError],
     ['undefined', undefined, TypeError],
   ] as const) {
-    // issue 9, finding 1 (fairness quantum)
     test(`a quantum function returning ${label} throws a ${type.name} naming the tenant and leaves no tenant behind`, () => {
       const drr = new DeficitRoundRobin(
         { quantum: (t) => (t === 'bad' ? (value as number) : 1) },
@@ -119,15 +114,15 @@ describe('a fairness quantum function is checked before the fair queue changes',
 });
 
 describe('deficit round robin progress (model)', () => {
-  // issue 9, finding 4: the model's first counterexample on the original code, kept as a fixed case
+  // The smallest case the model found of a charge above maxCredit, kept as a fixed case.
   test('a charge a hair above maxCredit with a tiny quantum is served', () => {
     const drr = new DeficitRoundRobin({ quantum: 0.01, maxCredit: 0.5 }, Infinity);
     drr.add(waiter('0', 0.5000000000000001, 10_000));
     expect(tenantOf(drr.peek() as Waiter)).toBe('0');
   });
 
-  // issue 9, finding 4: whatever the quanta, charges and maxCredit, every peek returns a waiter
-  // while any is queued, within a bounded number of steps, and serves them all.
+  // Whatever the quanta, charges and maxCredit, every peek returns a waiter while any is queued,
+  // within a bounded number of steps, and serves them all.
   test('random quanta, charges above and below maxCredit, adds, serves and deletes', () => {
     fc.assert(
       fc.property(

@@ -41,7 +41,6 @@ class JumpyClock implements Clock {
 
 describe('bad acquire input is refused before anything changes', () => {
   for (const priority of [Number.NaN, Infinity, -Infinity, 'high', null, {}]) {
-    // issue 9, finding 1
     test(`acquire({ priority: ${String(priority)} }) rejects and leaves no ghost waiter behind`, async () => {
       const limiter = new Limiter({ limit: 1, maxQueued: 10, priority: {} });
       const held = limiter.tryAcquire() as Permit;
@@ -55,7 +54,6 @@ describe('bad acquire input is refused before anything changes', () => {
     });
   }
 
-  // issue 9, finding 1
   test('a signal that is not an AbortSignal is refused and later releases still work', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10 });
     const held = limiter.tryAcquire() as Permit;
@@ -69,7 +67,6 @@ describe('bad acquire input is refused before anything changes', () => {
     await limiter.close();
   });
 
-  // issue 9, finding 1
   test('a fairness quantum function returning 0 leaves no waiter queued and close() works', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10, fairness: { quantum: () => 0 } });
     const held = limiter.tryAcquire() as Permit;
@@ -81,7 +78,7 @@ describe('bad acquire input is refused before anything changes', () => {
     await expect(limiter.close({ timeoutMs: 0 })).resolves.toBeDefined();
   });
 
-  // issue 10 (run() without an async frame): a plug-in's error while reporting must not keep the permit
+  // A plug-in's error while reporting must not keep the permit.
   test("a cost estimator whose observe() throws is reported on 'error' and the run's permit still goes back", async () => {
     const bug = new Error('observe bug');
     class Failing extends CostEstimator {
@@ -107,7 +104,6 @@ describe('bad acquire input is refused before anything changes', () => {
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0, queued: 0 });
   });
 
-  // issue 9, finding 1
   test('a cost estimator that throws leaves no waiter queued', async () => {
     class Failing extends CostEstimator {
       override estimate(): number {
@@ -182,7 +178,6 @@ describe('bad acquire input is refused before anything changes', () => {
     expect(limiter.inflight).toBe(0);
   });
 
-  // issue 9, finding 12
   test('run() validates timeoutMs, bytes and priority on the fast path too', async () => {
     const limiter = new Limiter({ limit: 5 });
     await expect(limiter.run(() => 1, { timeoutMs: '100' as never })).rejects.toThrow(TypeError);
@@ -214,7 +209,6 @@ describe('bad acquire input is refused before anything changes', () => {
 });
 
 describe('algorithm values are checked', () => {
-  // issue 9, finding 2
   test('a custom algorithm whose initial limit is NaN is refused at construction', () => {
     expect(() => new Limiter({ limit: { limit: Number.NaN, update: () => 0 } })).toThrow(TypeError);
     expect(() => new Limiter({ limit: { limit: -1, update: () => 0 } })).toThrow(
@@ -223,7 +217,6 @@ describe('algorithm values are checked', () => {
     expect(() => new Limiter({ limit: { limit: Infinity, update: () => 0 } })).toThrow(RangeError);
   });
 
-  // issue 9, finding 2
   test('a limit that turns NaN after an update keeps the last good limit and is reported naming the algorithm', async () => {
     class Broken implements LimitAlgorithm {
       limit = 4;
@@ -245,7 +238,6 @@ describe('algorithm values are checked', () => {
     expect(permits.every((p) => p !== undefined)).toBe(true);
   });
 
-  // issue 9, finding 2
   test('a negative or infinite limit from an update never takes capacity below probeSlots', () => {
     const alg = {
       limit: 3,
@@ -279,7 +271,6 @@ describe('leaked permits', () => {
     }
   }
 
-  // issue 9, finding 6
   test('a permit from acquire() collected without completion is reclaimed and reported once', async () => {
     const limiter = new Limiter({ limit: 2 });
     const leaks: unknown[] = [];
@@ -318,7 +309,6 @@ describe('leaked permits', () => {
     expect(leaks).toHaveLength(0);
   });
 
-  // issue 9, finding 6
   test('with trackLeaks "stack" the leak event says where the permit was acquired', async () => {
     const limiter = new Limiter({ limit: 1, trackLeaks: 'stack' });
     const leaks: Array<{ stack?: string }> = [];
@@ -335,7 +325,6 @@ describe('leaked permits', () => {
     }
   });
 
-  // issue 9, finding 6
   test('a queued acquire whose permit is never completed is reclaimed too', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 1 });
     const leaks: unknown[] = [];
@@ -354,7 +343,6 @@ describe('leaked permits', () => {
     }
   });
 
-  // issue 9, finding 6
   test('close({ timeoutMs }) resolves after the timeout and reports what is still held', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 3, clock, trackLeaks: 'off' });
@@ -402,7 +390,6 @@ describe('leaked permits', () => {
 });
 
 describe('time budgets end to end', () => {
-  // issue 9, finding 10
   test('run() with a timeout aborts the task signal with a TimeoutError and rejects at the deadline; the permit is held until the task settles', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
@@ -437,7 +424,6 @@ describe('time budgets end to end', () => {
     expect(clock.pending).toBe(0);
   });
 
-  // issue 9, finding 10
   test('a queued run() keeps its time budget across the wait and the execution', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock, initialServiceMs: 10 });
@@ -466,7 +452,7 @@ describe('time budgets end to end', () => {
     expect(limiter.inflight).toBe(0);
   });
 
-  // issue 9, finding 10 (found by bench/soak.mjs: a late event loop fires the task's own timer first)
+  // Found by bench/soak.mjs: a late event loop fires the task's own timer first.
   test('a task that settles after its deadline, before the budget timer ran, is still a timeout', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 2, clock });
@@ -492,7 +478,6 @@ describe('time budgets end to end', () => {
     expect(limiter.inflight).toBe(0);
   });
 
-  // issue 9, finding 10
   test('a task declaring no parameter is still bounded by its budget', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
@@ -520,7 +505,6 @@ describe('time budgets end to end', () => {
     expect(clock.pending).toBe(0);
   });
 
-  // issue 9, finding 11
   test('a listener a task adds to its signal does not outlive the task', async () => {
     const limiter = new Limiter({ limit: 10 });
     const signals = new Set<AbortSignal>();
@@ -533,7 +517,6 @@ describe('time budgets end to end', () => {
     for (const s of signals) expect(getEventListeners(s, 'abort').length).toBeLessThanOrEqual(1);
   });
 
-  // issue 9, finding 11
   test('tasks that can never be aborted share an inert signal on which no listener stays, queued or not', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10 });
     const seen: AbortSignal[] = [];
@@ -553,7 +536,6 @@ describe('time budgets end to end', () => {
     for (const s of seen) expect(getEventListeners(s, 'abort')).toHaveLength(0);
   });
 
-  // issue 9, finding 11
   test("each task run with the caller's signal gets its own signal that follows the caller's", async () => {
     const limiter = new Limiter({ limit: 10 });
     const caller = new AbortController();
@@ -577,7 +559,6 @@ describe('time budgets end to end', () => {
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
-  // issue 9, finding 12
   test('a deadline already past, or timeoutMs 0, is refused with reason "deadline" even when capacity is free', async () => {
     const clock = new FakeClock(1000);
     const limiter = new Limiter({ limit: 5, clock });
@@ -592,7 +573,6 @@ describe('time budgets end to end', () => {
 });
 
 describe('queue order and clocks', () => {
-  // issue 9, finding 13
   test('LIFO serves a new waiter at once when it is next in line and fits', async () => {
     const limiter = new Limiter({ limit: 3, maxQueued: 10, queueOrder: 'lifo' });
     const held = limiter.tryAcquire({ cost: 2 }) as Permit;
@@ -608,7 +588,6 @@ describe('queue order and clocks', () => {
     void big;
   });
 
-  // issue 9, finding 13
   test('adaptive order serves a fitting newcomer at once while a queue stands', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({
@@ -635,7 +614,6 @@ describe('queue order and clocks', () => {
     expect(late).toBe(true);
   });
 
-  // issue 9, finding 13
   test('priority queueing serves a newcomer put first that fits at once; one not first waits', async () => {
     const limiter = new Limiter({ limit: 3, maxQueued: 10, priority: { agingPerSecond: 0 } });
     limiter.tryAcquire({ cost: 2 });
@@ -654,7 +632,6 @@ describe('queue order and clocks', () => {
     expect(limiter.queued).toBe(2);
   });
 
-  // issue 9, finding 14
   test('a backward clock jump does not keep waiters queued past maxQueueWaitMs', async () => {
     const clock = new JumpyClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 5, maxQueueWaitMs: 100, clock });
@@ -679,7 +656,6 @@ describe('queue order and clocks', () => {
     expect(settled).toBe(true);
   });
 
-  // issue 9, finding 14
   test('a forward clock jump does not poison the service-time estimate', async () => {
     const clock = new JumpyClock();
     const limiter = new Limiter({ limit: 1, clock });
@@ -695,7 +671,6 @@ describe('queue order and clocks', () => {
     expect(limiter.snapshot().serviceMs).toBeLessThanOrEqual(before * 2);
   });
 
-  // issue 9, finding 14
   test('a backward clock jump during a call does not poison deadline admission', async () => {
     const clock = new JumpyClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock, initialServiceMs: 10 });

@@ -8,7 +8,7 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
 
-// Issue 12, early congestion signal: a call still in flight past the algorithm's `lateAfterMs` is
+// The early congestion signal: a call still in flight past the algorithm's `lateAfterMs` is
 // reported once through `onLate` from the ticks of the limiter's stall detector.
 
 /** An algorithm that records what the limiter tells it (late after 100 ms). */

@@ -14,7 +14,7 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
 
-// Issue 12, S1's recovery: while every call in flight is late and the limiter is full, one more
+// S1's recovery: while every call in flight is late and the limiter is full, one more
 // call goes through, staggered (LateProbes), so one of them sees the downstream recover soon.
 
 /** A limit of 1 that late calls never move (late after 100 ms). */
@@ -159,13 +159,13 @@ describe('late probes in a slowdown that lasts', () => {
   });
 });
 
-describe('regain after a spike (issue 12, S1)', () => {
+describe('regain after a spike (S1)', () => {
   // A downstream at 50 ms ± 10 % that takes 3,000 ms for calls started in [2 s, 8.1 s); a call every
-  // 10 ms (5 in flight when calm). Once latency is back the limit must serve the load at once: at
-  // S1 a probe dip that came due while the limit sat at 1 held it there for 13 fast answers, the
-  // spike's last calls held the slots of a limit that had not collapsed for up to 3 s, Gradient's
-  // exponential short average read the spike for 20 more samples, and ±10 % jitter made probes
-  // "move" the baseline and schedule deeper ones (down to a limit of 1).
+  // 10 ms (5 in flight when calm). Once latency is back the limit must serve the load at once. What
+  // could hold it back: a probe dip that comes due while the limit sits at 1 (it would hold it there
+  // for 13 fast answers), the spike's last calls keeping the slots of a limit that has not collapsed
+  // for up to 3 s, Gradient's exponential short average reading the spike for 20 more samples, and
+  // ±10 % jitter making probes "move" the baseline and schedule deeper ones (down to a limit of 1).
   const run = async (seed: number, make: (random: () => number) => LimitAlgorithm) => {
     const clock = new FakeClock();
     const jitter = seededRandom(seed);
@@ -230,9 +230,9 @@ describe('regain after a spike (issue 12, S1)', () => {
   );
 
   // The first fast answer comes when one of the slots held by 3-s calls frees after the recovery.
-  // Unpaced, those slots restart in clusters and the wait is ~1 s on most seeds (mean 971 ms for
-  // Vegas, 887 for Gradient); paced restarts spread their ends (808 and 588); probes up to
-  // LATE_PROBE_CAPACITY, at half the spacing under it, put more calls out (421 and 398).
+  // Unpaced, those slots would restart in clusters and the wait would be about 1 s on most seeds;
+  // paced restarts spread their ends, and probes up to LATE_PROBE_CAPACITY, at half the spacing under
+  // it, put more calls out.
   test.each(ALGORITHMS)(
     '%s: the first fast answer comes within 500 ms of the recovery on average over 40 seeds',
     async (_name, make) => {
@@ -244,13 +244,12 @@ describe('regain after a spike (issue 12, S1)', () => {
   );
 });
 
-describe('a healthy downstream at half the limit (issue 12, S1)', () => {
-  // A call every 10 ms of 50 ms ± 10 % (5 in flight, a limit about 9) for a minute: the probes that
-  // relearn the baseline refused about 0.5 % of the calls (a dip to half the limit, under the load,
-  // every few seconds: 167 of 27,500 with Vegas, 170 with Gradient, at 04f278c); a probe that comes due while
-  // the load leaves the limit well unused does not dip. (Gradient still refuses 5 here: once, its
-  // limit fell to 8 on noise, and the probe that came due next found the load using 6 of them and
-  // dipped.)
+describe('a healthy downstream at half the limit (S1)', () => {
+  // A call every 10 ms of 50 ms ± 10 % (5 in flight, a limit about 9) for a minute: probes that dip
+  // to half the limit, under the load, every few seconds would refuse about 0.5 % of the calls; a
+  // probe that comes due while the load leaves the limit well unused does not dip. (Gradient refuses
+  // 5 here: once, its limit falls to 8 on noise, and the probe that comes due next finds the load
+  // using 6 of them and dips.)
   test.each([
     ['Vegas', (random: () => number) => new VegasLimit({ random })],
     ['Gradient', (random: () => number) => new GradientLimit({ random })],
@@ -279,7 +278,7 @@ describe('a healthy downstream at half the limit (issue 12, S1)', () => {
   });
 });
 
-describe('the capacity a spike finds (issue 12, S1: its first moment fills it)', () => {
+describe('the capacity a spike finds (S1: its first moment fills it)', () => {
   test.each(['Vegas', 'Gradient'])(
     '%s: about 10 for 5 calls in flight (6 at most): median ≤ 10, max ≤ 11 over 20 seeds (12 with a headroom of 2×)',
     async (name) => {
@@ -310,7 +309,7 @@ describe('the capacity a spike finds (issue 12, S1: its first moment fills it)',
   );
 });
 
-describe('the end of a slowdown writes off the late calls (issue 12, S1)', () => {
+describe('the end of a slowdown writes off the late calls (S1)', () => {
   /** A fixed limit of 3 that records its samples and late reports (late after 100 ms). */
   class Fixed3 implements LimitAlgorithm {
     limit = 3;
@@ -446,7 +445,7 @@ describe('the end of a slowdown writes off the late calls (issue 12, S1)', () =>
   });
 });
 
-describe('late probes start on an even grid (issue 12, S1: the first fast answer after the recovery)', () => {
+describe('late probes start on an even grid (S1: the first fast answer after the recovery)', () => {
   /** A limit of 8 that collapses to 1 when calls are late (late after 100 ms). */
   class Collapse implements LimitAlgorithm {
     limit = 8;
@@ -466,8 +465,8 @@ describe('late probes start on an even grid (issue 12, S1: the first fast answer
     await clock.advance(3_000); // late at 100 ms: the limit collapses to 1 under the 8 calls out
     expect(limiter.capacity).toBe(1);
     for (const p of caught) p.success(); // they end together, after 3 s
-    // LATE_PROBE_CAPACITY units at a limit of 1 (before: 1 call, then a probe every half second),
-    // one start per 3,000 ms ÷ 8 = 375 ms.
+    // LATE_PROBE_CAPACITY units at a limit of 1 (not 1 call, then a probe every half second), one
+    // start per 3,000 ms ÷ 8 = 375 ms.
     const starts: number[] = [];
     const out: Permit[] = [];
     let peak = 0;
@@ -526,9 +525,9 @@ describe('late probes start on an even grid (issue 12, S1: the first fast answer
     return { late, peak, capacity: limiter.capacity, limit: limiter.limit };
   };
 
-  // Before: starts followed the ends: 500 ms apart (the probes' spacing) with pairs 10–80 ms apart,
-  // and gaps up to 1,490 ms (Gradient). Now about 400 ms (the grid, on ticks of 25 ms), and a unit
-  // whose call came back late (3.3 s) now and then misses its start (560 ms at most here).
+  // Starts that followed the ends would come 500 ms apart (the probes' spacing) with pairs 10–80 ms
+  // apart, and gaps up to 1.5 s. On the grid they come about 400 ms apart (on ticks of 25 ms), and a
+  // unit whose call came back late (3.3 s) now and then misses its start (560 ms at most here).
   test.each([
     ['Vegas', (random: () => number) => new VegasLimit({ random })],
     ['Gradient', (random: () => number) => new GradientLimit({ random })],

@@ -14,7 +14,6 @@ import { FakeClock } from './support/FakeClock.js';
 const make = (options: unknown) => () => new Limiter(options as LimiterOptions);
 
 describe('Limiter options are checked at construction', () => {
-  // issue 9, bad input
   test.each([
     [{ maxQeued: 5 }, /unknown option "maxQeued" for Limiter; did you mean "maxQueued"\?/],
     [{ timout: 5 }, /unknown option "timout" for Limiter/],
@@ -32,7 +31,6 @@ describe('Limiter options are checked at construction', () => {
     expect(make(options)).toThrow(message);
   });
 
-  // issue 9, bad input
   test.each([['maxLimit'], ['minLimit'], ['initialLimit']])(
     '%s given to the Limiter is refused with a pointer to the algorithm',
     (key) => {
@@ -43,7 +41,6 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test.each([null, false, 0, '', true, 5, 'yes', [[]]])(
     'fairness: %j is a TypeError saying it must be an object',
     (value) => {
@@ -52,13 +49,11 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test.each([null, false, true, -1, 0, 'on'])('priority: %j is a TypeError', (value) => {
     expect(make({ priority: value })).toThrow(TypeError);
     expect(make({ priority: value })).toThrow(/option "priority" must be an object/);
   });
 
-  // issue 9, bad input
   test.each([null, false, true, -1, 5, 'on'])(
     'codel: %j is a TypeError, CoDel stays off',
     (value) => {
@@ -67,7 +62,6 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test.each([
     [{ codel: { targetMs: -1 } }, RangeError, /"codel.targetMs"/],
     [{ codel: { intervalMs: '100' } }, TypeError, /"codel.intervalMs" .*got "100"/],
@@ -95,7 +89,6 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test.each([
     [null],
     [5],
@@ -113,7 +106,6 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test.each([
     [5],
     ['costs'],
@@ -125,14 +117,12 @@ describe('Limiter options are checked at construction', () => {
     expect(make({ fairness: { estimator } })).toThrow(/option "fairness.estimator/);
   });
 
-  // issue 9, bad input
   test('a CostEstimator-like estimator and a real one are accepted', () => {
     expect(() => new Limiter({ fairness: { estimator: new CostEstimator() } })).not.toThrow();
     const custom = { estimate: (): number => 1, observe: () => {}, ceiling: 10 };
     expect(make({ fairness: { estimator: custom } })).not.toThrow();
   });
 
-  // issue 9, bad input
   test.each([
     [
       { limit: Number.NaN, update() {} },
@@ -156,13 +146,11 @@ describe('Limiter options are checked at construction', () => {
     },
   );
 
-  // issue 9, bad input
   test('options that are not an object are a TypeError', () => {
     expect(make(null)).toThrow(/Limiter options must be an object, got null/);
     expect(make(5)).toThrow(TypeError);
   });
 
-  // issue 9, bad input
   test('fairness: {} and priority: {} turn the feature on with its defaults', async () => {
     const clock = new FakeClock();
     const fair = new Limiter({ limit: 1, maxQueued: 2, fairness: {}, clock });
@@ -176,7 +164,6 @@ describe('Limiter options are checked at construction', () => {
 });
 
 describe('algorithm and CostEstimator options are checked at construction', () => {
-  // issue 9, bad input
   test.each([
     [
       () => new VegasLimit({ maxlimit: 8 } as never),
@@ -199,7 +186,6 @@ describe('algorithm and CostEstimator options are checked at construction', () =
     expect(construct).toThrow(message);
   });
 
-  // issue 9, bad input
   test.each([
     [
       () => new AimdLimit({ slowStart: 'no' as never }),
@@ -227,7 +213,6 @@ describe('algorithm and CostEstimator options are checked at construction', () =
     expect(construct).toThrow(message);
   });
 
-  // issue 9, bad input
   test('a queueAllowance function returning a bad value makes update throw, naming it', () => {
     const g = new GradientLimit({ queueAllowance: () => Number.NaN, warmupSamples: 0 });
     expect(() => g.update({ startTime: 0, rtt: 5, inflight: 20, dropped: false })).toThrow(

@@ -190,7 +190,6 @@ describe('Limiter.run', () => {
     expect(samples).toEqual([{ startTime: 0, rtt: 75, inflight: 1, dropped: false }]);
   });
 
-  // issue 10: one outcome vocabulary
   test('permit.failure() frees the units, gives the algorithm no sample and is reported as failure', () => {
     const { alg, samples } = scripted(2);
     const clock = new FakeClock();
@@ -317,7 +316,7 @@ describe('events', () => {
   test('limit events fire only when the integer limit changes and carry the reason', async () => {
     const clock = new FakeClock();
     // Capped at 6: with 4 calls in flight a higher limit would be app-limited (over 1.5 × 4 once slow
-    // start is over) and decay (issue 12).
+    // start is over) and decay.
     const vegas = new VegasLimit({
       initialLimit: 4,
       maxLimit: 6,

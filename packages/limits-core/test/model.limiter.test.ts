@@ -1,13 +1,13 @@
 /**
- * Model-based suite of `Limiter` (issue 9, "Must show"): random command sequences against a model of
+ * Model-based suite of `Limiter`: random command sequences against a model of
  * what the limiter holds, on a FakeClock, with the invariants checked after every command and a
  * drain at the end (complete everything, let every deadline pass: nothing may stay pending; then
  * close(): no timer and no abort listener left). Seeded: `LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`,
  * `LIMITS_MODEL_PATH` replay a counterexample.
  *
  * Each property exercises one area, so that a bug in one does not hide the others behind the
- * shrinker's first counterexample. The invariants are written as they hold once the findings of
- * issue 9 are fixed; the properties a finding breaks on the code before the fixes say which.
+ * shrinker's first counterexample. Each rule checked is named (`MODEL_CHECKS` in support/model.ts)
+ * and can be switched off with `LIMITS_MODEL_SKIP_CHECKS` to look past a known bug.
  */
 import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
@@ -24,7 +24,13 @@ import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
 import type { Outcome } from '../src/permit/outcome.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
-import { AbortListenerCounter, checks, MODEL_LENGTH, modelParams } from './support/model.js';
+import {
+  AbortListenerCounter,
+  checks,
+  MODEL_LENGTH,
+  type ModelCheck,
+  modelParams,
+} from './support/model.js';
 
 const ignoreAbort = (): void => {};
 
@@ -32,7 +38,7 @@ const listeners = new AbortListenerCounter();
 beforeAll(() => listeners.install());
 afterAll(() => listeners.uninstall());
 
-/** A clock over the FakeClock that an offset can move backwards or forwards (finding 14). */
+/** A clock over the FakeClock that an offset can move backwards or forwards (check `clock-jump`). */
 class JumpClock implements Clock {
   offset = 0;
   constructor(readonly base: FakeClock) {}
@@ -65,9 +71,9 @@ interface Config {
   estimator: boolean;
   aging: number;
   minShare: number;
-  /** Fair queueing with a `maxCredit` below the largest cost (finding 4: spins on the old code). */
+  /** Fair queueing with a `maxCredit` below the largest cost (check `fair-credit`). */
   lowCredit: boolean;
-  /** A real algorithm instead of the scripted one (finding 3: Gradient at rtt 0). */
+  /** A real algorithm instead of the scripted one (check `zero-rtt`: Gradient at rtt 0). */
   algorithm: 'custom' | 'vegas' | 'gradient' | 'aimd';
 }
 
@@ -117,7 +123,7 @@ interface Profile {
   badLimit?: boolean;
   bad?: boolean;
   jump?: boolean;
-  /** Check run()'s time budget and own signal (findings 10 and 11). */
+  /** Check run()'s time budget and own signal (checks `run-deadline` and `run-signal`). */
   runChecks?: boolean;
   /** Check that the waiter next in line never fits (strict head of line, fifo/lifo/adaptive). */
   workConserving?: boolean;
@@ -209,13 +215,13 @@ function opArb(p: Profile): fc.Arbitrary<Op> {
       weight: 2,
       arbitrary: fc.record({
         k: fc.constant('badLimit' as const),
-        value: checks(2)
+        value: checks('bad-limit')
           ? fc.constantFrom<number | 'throw'>(Number.NaN, Infinity, -Infinity, -3, 'throw')
           : fc.constant<number | 'throw'>('throw'),
       }),
     });
   }
-  if (p.bad && checks(1) && checks(12)) {
+  if (p.bad && checks('bad-options') && checks('past-deadline')) {
     arbs.push({
       weight: 3,
       arbitrary: fc.record({
@@ -233,7 +239,7 @@ function opArb(p: Profile): fc.Arbitrary<Op> {
       }),
     });
   }
-  if (p.jump && checks(14)) {
+  if (p.jump && checks('clock-jump')) {
     arbs.push({
       weight: 1,
       arbitrary: fc.record({
@@ -268,7 +274,7 @@ function configArb(p: Profile): fc.Arbitrary<Config> {
         ? fc.constantFrom<Config['algorithm']>(
             'vegas',
             'aimd',
-            ...(checks(3) ? (['gradient'] as const) : []),
+            ...(checks('zero-rtt') ? (['gradient'] as const) : []),
           )
         : fc.constant<Config['algorithm']>('custom'),
     })
@@ -301,7 +307,7 @@ const BAD_OPTIONS: Array<(now: number) => unknown> = [
   () => ({ timout: 100 }),
   () => ({ tenant: 5 }),
   () => 'fast',
-  // Not bad input but a deadline that cannot be met: refused with reason `deadline` (finding 12).
+  // Not bad input but a deadline that cannot be met: refused with reason `deadline` (past-deadline).
   () => ({ timeoutMs: 0 }),
   (now) => ({ deadline: now - 1 }),
   (now) => ({ deadline: now }),
@@ -425,7 +431,7 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
   const closes: Array<{ done: boolean }> = [];
   const errors: unknown[] = [];
   const taskSignals = new Set<AbortSignal>();
-  /** Signals seen in this run, with their abort listeners when first seen (the old shared signal). */
+  /** Signals seen in this run, with their abort listeners when first seen (the shared inert signal may have some). */
   const allSignals = new Map<AbortSignal, number>();
   let badGrants = '';
   /** Set while draining: the listeners stop acting (a `try` on every release would never drain). */
@@ -505,13 +511,13 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
     );
     expect(limiter.queued).toBeLessThanOrEqual(config.maxQueued);
     expect(limiter.queuedBytes).toBeLessThanOrEqual(config.maxQueuedBytes);
-    // Finding 2: capacity stays a whole number ≥ probeSlots whatever the algorithm answers.
+    // bad-limit: capacity stays a whole number ≥ probeSlots whatever the algorithm answers.
     const cap = limiter.capacity;
     expect(Number.isInteger(cap) && cap >= config.probeSlots, `capacity ${cap}, ${ctx}`).toBe(true);
     expect(Number.isInteger(limiter.limit) && limiter.limit >= 0, `limit ${limiter.limit}`).toBe(
       true,
     );
-    // Finding 14: a clock jump must not poison the service-time estimate.
+    // clock-jump: a clock jump must not poison the service-time estimate.
     const serviceMs = limiter.snapshot().serviceMs;
     expect(
       Number.isFinite(serviceMs) && serviceMs >= 0 && serviceMs <= 60_000,
@@ -526,9 +532,9 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
         `request ${r.id} queued ${age} ms (budget ${r.budget}), ${ctx}`,
       ).toBe(true);
     }
-    if (p.runChecks && checks(10)) {
+    if (p.runChecks && checks('run-deadline')) {
       for (const t of tasks) {
-        // Finding 10: a run() with a time budget is answered at its deadline and its signal aborts.
+        // run-deadline: a run() with a time budget is answered at its deadline and its signal aborts.
         if (t.req.budget !== Infinity && now - t.req.calledAt > t.req.budget) {
           expect(t.req.settled, `run ${t.req.id} answered by its deadline, ${ctx}`).toBe(true);
           if (!t.settled) {
@@ -547,7 +553,11 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
       const standing = clock.now() - lastEmptyAt >= standingMs;
       const lifo = config.mode === 'lifo' || (config.mode === 'adaptive' && standing);
       const next = lifo ? queued[queued.length - 1] : queued[0];
-      if (next !== undefined && !(config.codel && standing) && (checks(13) || !lifo)) {
+      if (
+        next !== undefined &&
+        !(config.codel && standing) &&
+        (checks('lifo-work-conserving') || !lifo)
+      ) {
         expect(
           fits(next.cost),
           `request ${next.id} (cost ${next.cost}) fits but waits, ${ctx}`,
@@ -626,8 +636,8 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
         };
         const task = (s: AbortSignal) => {
           r.started = true;
-          if (p.runChecks && checks(11)) {
-            // Finding 11: a task that can be aborted (a caller signal or a time budget) gets a signal
+          if (p.runChecks && checks('run-signal')) {
+            // run-signal: a task that can be aborted (a caller signal or a time budget) gets a signal
             // of its own; one that never can may share the inert never-aborting signal, but nothing
             // it adds to it may stay there.
             const abortable = signal !== undefined || r.budget !== Infinity;
@@ -759,7 +769,7 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
         } catch (e) {
           thrown = e;
         }
-        // Finding 1: bad input is reported as a rejected promise (one channel), never thrown.
+        // bad-options: bad input is reported as a rejected promise (one channel), never thrown.
         expect(thrown, `acquire(${String(JSON.stringify(bad))}) threw synchronously`).toBe(
           undefined,
         );
@@ -926,10 +936,10 @@ function runOp(extra: Partial<Op & { k: 'run' }> = {}): Op {
 }
 
 /**
- * Counterexamples the properties found on the code before the fixes (shrunk), kept as fixed cases
- * run before the random ones: `[finding, example]` (dropped when that finding is skipped).
+ * Shrunk counterexamples of the rules, kept as fixed cases run before the random ones:
+ * `[check, example]` (dropped when that check is skipped).
  */
-function examples(...list: Array<[number, Example]>): { examples: Example[] } {
+function examples(...list: Array<[ModelCheck, Example]>): { examples: Example[] } {
   return { examples: list.filter(([n]) => checks(n)).map(([, e]) => e) };
 }
 
@@ -941,12 +951,15 @@ describe('Limiter model', () => {
     );
   });
 
-  // issue 9, finding 13 (LIFO is not work-conserving) fails this on the code before the fix.
+  // A LIFO queue that is not work-conserving fails this (check `lifo-work-conserving`).
   it('lifo order, with and without CoDel: the same, and the waiter next in line never waits when it fits', async () => {
     await fc.assert(property({ name: 'lifo', modes: ['lifo'], workConserving: true }), {
       ...modelParams(2),
       // seed 90003: limit 2, hold 1, queue 2, then a waiter of cost 1 waits though it fits.
-      ...examples([13, [{ ...BASE, mode: 'lifo', limit: 2 }, [acq(1), acq(2), acq(1)], []]]),
+      ...examples([
+        'lifo-work-conserving',
+        [{ ...BASE, mode: 'lifo', limit: 2 }, [acq(1), acq(2), acq(1)], []],
+      ]),
     });
   });
 
@@ -957,14 +970,14 @@ describe('Limiter model', () => {
     );
   });
 
-  // issue 9, finding 4: a fair queue with maxCredit below a cost spins forever (synchronously, which
-  // no test timeout can stop), so those configurations run only with LIMITS_MODEL_STRICT=1 until fixed.
+  // A fair queue that fails to serve a charge above maxCredit spins forever (synchronously, which no
+  // test timeout can stop), so those configurations run only with LIMITS_MODEL_STRICT=1.
   it('fair queueing across tenants: quantum, weights, per-tenant cap, cost estimator', async () => {
     await fc.assert(property({ name: 'fair', modes: ['fair'], run: true, lowCredit: strict }), {
       ...modelParams(4),
       ...(strict
         ? examples([
-            4,
+            'fair-credit',
             [
               { ...BASE, mode: 'fair', lowCredit: true },
               [acq(2), acq(2), { k: 'complete', index: 0, outcome: 'success' }],
@@ -979,8 +992,8 @@ describe('Limiter model', () => {
     await fc.assert(property({ name: 'priority', modes: ['priority'] }), modelParams(5));
   });
 
-  // issue 9, findings 10 and 11: a run() with a timeout is not ended at its deadline, and tasks run
-  // without a signal share one that keeps every listener added to it.
+  // Checks `run-deadline` and `run-signal`: a run() with a timeout is ended at its deadline, and tasks
+  // run without a signal share one that keeps no listener added to it.
   it('run() tasks that resolve, reject, throw synchronously, return a value, hang or follow their signal', async () => {
     await fc.assert(
       property({
@@ -993,9 +1006,12 @@ describe('Limiter model', () => {
         ...modelParams(6),
         ...examples(
           // seed 90007: run(task, { timeout: 1 }) is not answered at its deadline.
-          [10, [{ ...BASE, maxQueued: 0 }, [runOp({ timeout: 1 }), { k: 'advance', ms: 2 }], []]],
+          [
+            'run-deadline',
+            [{ ...BASE, maxQueued: 0 }, [runOp({ timeout: 1 }), { k: 'advance', ms: 2 }], []],
+          ],
           // two tasks run without a signal: the signal they share must keep no listener.
-          [11, [BASE, [runOp(), runOp()], []]],
+          ['run-signal', [BASE, [runOp(), runOp()], []]],
         ),
       },
     );
@@ -1013,7 +1029,6 @@ describe('Limiter model', () => {
     );
   });
 
-  // issue 9, finding 2: an algorithm answering NaN, ±Infinity or a negative limit.
   it('an algorithm that answers NaN, ±Infinity, a negative limit or throws keeps the last good limit', async () => {
     await fc.assert(
       property({ name: 'badLimit', modes: ['fifo', 'fair', 'priority'], badLimit: true }),
@@ -1021,7 +1036,7 @@ describe('Limiter model', () => {
         ...modelParams(8),
         // seed 90009: the algorithm answers NaN; the next release sets capacity to NaN.
         ...examples([
-          2,
+          'bad-limit',
           [
             { ...BASE, maxQueued: 0 },
             [
@@ -1036,7 +1051,7 @@ describe('Limiter model', () => {
     );
   });
 
-  // issue 9, finding 3: GradientLimit turns NaN at rtt 0.
+  // Check `zero-rtt`: GradientLimit keeps a finite limit at rtt 0.
   it('Vegas, Gradient and AIMD fed calls that take no time keep a whole, finite limit', async () => {
     await fc.assert(
       property({ name: 'algorithms', modes: ['fifo', 'fair', 'priority'], realAlg: true }),
@@ -1044,7 +1059,7 @@ describe('Limiter model', () => {
         ...modelParams(11),
         // 11 calls at rtt 0 through a GradientLimit: its limit becomes NaN.
         ...examples([
-          3,
+          'zero-rtt',
           [
             { ...BASE, algorithm: 'gradient', limit: 4 },
             [{ k: 'burst', n: 15 }, acq(1), { k: 'complete', index: 0, outcome: 'success' }],
@@ -1055,7 +1070,6 @@ describe('Limiter model', () => {
     );
   });
 
-  // issue 9, findings 1 and 12: bad acquire options, past deadlines.
   it('bad acquire options are refused through one channel and change nothing; past deadlines are refused', async () => {
     await fc.assert(
       property({ name: 'bad', modes: ['fifo', 'lifo', 'fair', 'priority'], bad: true }),
@@ -1063,17 +1077,16 @@ describe('Limiter model', () => {
         ...modelParams(9),
         ...examples(
           // seed 90010: acquire({ cost: -1 }) throws instead of rejecting.
-          [1, [BASE, [{ k: 'bad', which: 0 }], []]],
+          ['bad-options', [BASE, [{ k: 'bad', which: 0 }], []]],
           // the ghost waiter: priority NaN while the one permit is held.
-          [1, [{ ...BASE, mode: 'priority' }, [acq(1), { k: 'bad', which: 11 }], []]],
+          ['bad-options', [{ ...BASE, mode: 'priority' }, [acq(1), { k: 'bad', which: 11 }], []]],
           // timeout 0 is granted while capacity is free.
-          [12, [BASE, [{ k: 'bad', which: 19 }], []]],
+          ['past-deadline', [BASE, [{ k: 'bad', which: 19 }], []]],
         ),
       },
     );
   });
 
-  // issue 9, finding 14: a clock that jumps backwards or forwards.
   it('a clock that jumps backwards or forwards neither keeps waiters past their wait nor poisons estimates', async () => {
     await fc.assert(
       property({ name: 'jump', modes: ['fifo', 'adaptive', 'priority'], jump: true }),
@@ -1081,7 +1094,7 @@ describe('Limiter model', () => {
         ...modelParams(10),
         // seed 90011: the clock jumps back 1 h; a waiter with timeout 1 stays queued.
         ...examples([
-          14,
+          'clock-jump',
           [
             { ...BASE, maxQueued: 2 },
             [
@@ -1098,13 +1111,13 @@ describe('Limiter model', () => {
   });
 });
 
-// New finding N2 (not in issue 9), found by these suites: a granted waiter whose run() task throws
-// synchronously releases its permit inside the dispatch loop that granted it, which dispatches the
-// next waiter from inside that release, and so on: the stack grows with the queue. On the code before
-// a fix, about 1,100 such queued tasks overflow the stack: the RangeError is thrown to whoever
-// released the permit, no queued caller is ever answered, and the rest stay queued with nothing in
-// flight to dispatch them (the limiter is wedged).
-describe('Limiter: new findings of the model suites', () => {
+// Found by these suites: a granted waiter whose run() task throws synchronously releases its permit
+// inside the dispatch loop that granted it. Were that release to dispatch the next waiter from inside
+// it, and so on, the stack would grow with the queue: about 1,100 such queued tasks would overflow
+// it, the RangeError would be thrown to whoever released the permit, no queued caller would ever be
+// answered, and the rest would stay queued with nothing in flight to dispatch them (the limiter
+// wedged).
+describe('Limiter: draining a queue', () => {
   it('a long queue of run() tasks that throw synchronously drains without recursing', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 100_000 });
     const held = await limiter.acquire();

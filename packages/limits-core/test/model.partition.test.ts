@@ -1,9 +1,10 @@
 /**
- * Model-based suite of `PartitionedLimiter` (issue 9, "Must show"): random sequences of acquires,
+ * Model-based suite of `PartitionedLimiter`: random sequences of acquires,
  * completions, borrowing stops and resumes, limit changes and time against a model of what each
  * partition holds, with the ledger invariants checked after every command and at every grant, and a
  * drain at the end (nothing may stay pending once every permit completed). Seeded like the Limiter
- * suite (`LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`, `LIMITS_MODEL_PATH`).
+ * suite (`LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`, `LIMITS_MODEL_PATH`; check `partition-reach`
+ * can be switched off with `LIMITS_MODEL_SKIP_CHECKS`).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -174,7 +175,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       stallThresholdMs: Infinity,
     });
   } catch (error) {
-    // A partition that could never run a call is refused when built (issue 9, finding 5): one with
+    // A partition that could never run a call is refused when built: one with
     // no reserve (none, or a fraction that rounds to 0 units) and nothing it could borrow. Any other
     // construction error fails the model.
     const named = /partition "(\w+)" could never run a call/.exec(String((error as Error).message));
@@ -338,7 +339,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     if (reqs.every((r) => r.settled) && held.length === 0) break;
     await clock.advance(100);
   }
-  // issue 9, finding 5: a cost the partition can never get must not wait forever.
+  // partition-reach: a cost the partition can never get must not wait forever.
   const reach = (name: Name) => {
     const line = l0.partitions[name];
     return line === undefined ? 0 : line.reserved + Math.min(partOf(name).maxBorrow, l0.shared);
@@ -349,8 +350,9 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     .filter(
       (r) =>
         !r.settled &&
-        // Only when finding 5 is skipped: an unreachable cost, and whatever queued behind it.
-        (checks(5) || !reqs.some((q) => !q.settled && q.part === r.part && q.cost > reach(q.part))),
+        // Only when partition-reach is skipped: an unreachable cost, and whatever queued behind it.
+        (checks('partition-reach') ||
+          !reqs.some((q) => !q.settled && q.part === r.part && q.cost > reach(q.part))),
     )
     .map((r) => `${r.part}:${r.cost}`);
   expect(stuck, `requests still pending with nothing running, ${ctx()}`).toEqual([]);
@@ -392,7 +394,7 @@ describe('PartitionedLimiter model', () => {
     );
   });
 
-  // issue 9, finding 5 (a cost above a partition's reach queues forever) fails this before the fix.
+  // A cost above a partition's reach that queues forever fails this (check `partition-reach`).
   it('reserves, borrowing caps, stop/resume borrowing, costs and completions keep the ledger true', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -404,7 +406,7 @@ describe('PartitionedLimiter model', () => {
       ),
       {
         ...modelParams(20),
-        // Counterexamples found on the code before the fixes (finding 5), kept as fixed cases.
+        // Shrunk counterexamples of partition-reach, kept as fixed cases.
         examples: [
           [
             {

@@ -148,7 +148,7 @@ describe('the README options tables', () => {
     expect(rows.length).toBeGreaterThan(60);
   });
 
-  // issue 9, bad input: a test per row of every constructor options table
+  // Bad input: a test per row of every constructor options table
   for (const row of rows.filter((r) => r.table !== 'acquire')) {
     for (const target of targets[row.table] ?? []) {
       const name = `${target.prefix}${row.option}`;
@@ -210,7 +210,7 @@ async function acquireOutcome(options: Record<string, unknown>): Promise<unknown
 }
 
 describe('the README acquire options table', () => {
-  // issue 9, bad input: a test per row of the acquire options table
+  // Bad input: a test per row of the acquire options table
   for (const row of rows.filter((r) => r.table === 'acquire')) {
     test(`acquire row "${row.option}": a wrong type and values out of range are refused naming it`, async () => {
       const bad = row.option === 'signal' ? { aborted: 'no' } : wrongType(row);

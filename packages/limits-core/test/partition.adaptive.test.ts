@@ -9,7 +9,7 @@ import { FakeClock, flush } from './support/FakeClock.js';
 const NAMES = ['a', 'b', 'c', 'd'] as const;
 
 describe('PartitionedLimiter over an adaptive total (model)', () => {
-  // issue 9, finding 5: a total that moves between 1 and its maxLimit never strands a waiter, and a
+  // A total that moves between 1 and its maxLimit never strands a waiter, and a
   // partition with room in its reserve always gets a unit at once.
   test('random costs, totals and releases: every request is granted or refused, reserves always hold', async () => {
     await fc.assert(

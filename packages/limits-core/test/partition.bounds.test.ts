@@ -45,7 +45,6 @@ function shrinkable(bQueued = 5) {
 }
 
 describe('PartitionedLimiter: what a partition can ever have', () => {
-  // issue 9, finding 5
   test('a cost above reserved + maxBorrow is refused with too_large at once, not queued', async () => {
     const b = new PartitionedLimiter({
       limit: 10,
@@ -60,7 +59,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     p.success();
   });
 
-  // issue 9, finding 5
   test('a cost above the partition’s reserve plus the shared pool is refused with too_large', async () => {
     const b = new PartitionedLimiter({
       limit: 10,
@@ -73,7 +71,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     expect(await reasonOf(b.partition('b').acquire({ cost: 9 }))).toBe('too_large');
   });
 
-  // issue 9, finding 5
   test('the too_large message quotes the partition’s own reach', async () => {
     const b = new PartitionedLimiter({
       limit: 10,
@@ -84,7 +81,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     );
   });
 
-  // issue 9, finding 5
   test('with an adaptive total, a cost is refused only above the reach at its maxLimit', async () => {
     const total = scripted(4, 20);
     const b = new PartitionedLimiter({
@@ -102,7 +98,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
   });
 
-  // issue 9, finding 5
   test('a job costlier than a shrunken total runs alone once its partition has nothing in flight', async () => {
     const { total, clock, b } = shrinkable();
     const a = b.partition('a');
@@ -127,7 +122,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
   });
 
-  // issue 9, finding 5
   test('a job that runs alone waits for the other partitions’ loans to end, never for their reserves', async () => {
     const { total, clock, b } = shrinkable();
     const a = b.partition('a');
@@ -145,7 +139,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     expect(b.ledger()).toMatchObject({ running: 0, borrowed: 0 });
   });
 
-  // issue 9, finding 5
   test('deadline admission uses what the partition can use, not the whole pool', async () => {
     const clock = new FakeClock();
     const b = new PartitionedLimiter({
@@ -162,7 +155,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
     (await ok).success();
   });
 
-  // issue 9, finding 5
   test('retryAfterMs is computed from what the partition can use', async () => {
     const b = new PartitionedLimiter({
       limit: 10,
@@ -179,7 +171,6 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
 });
 
 describe('PartitionedLimiter: running alone is not starved', () => {
-  // issue 9, finding 5
   test('while a job waits to run alone, another partition’s queue starts no new loan', async () => {
     const { total, clock, b } = shrinkable(50);
     const a = b.partition('a');
@@ -222,7 +213,7 @@ describe('PartitionedLimiter: running alone is not starved', () => {
 
 describe('PartitionedLimiter: a bad total from the algorithm', () => {
   for (const bad of [Number.NaN, -1, Infinity]) {
-    // issue 9, finding 5 (with finding 2's rule: the last good limit is kept and the error reported)
+    // The limiter's rule for a bad limit: the last good one is kept and the error reported.
     test(`an adaptive total that answers ${bad} keeps its last good value and reports it on the error event`, async () => {
       const total = scripted(6, 10);
       const clock = new FakeClock();
@@ -252,7 +243,6 @@ describe('PartitionedLimiter: a bad total from the algorithm', () => {
 });
 
 describe('PartitionedLimiter: an idle partition is not starved of loans', () => {
-  // issue 9, finding 5 (a partition's waiter left behind while others keep re-borrowing)
   test('while an idle partition’s head waits for a loan, freed shared units go to it, not to new loans elsewhere', async () => {
     const b = new PartitionedLimiter({
       limit: 4,
@@ -290,7 +280,6 @@ describe('PartitionedLimiter: an idle partition is not starved of loans', () => 
 });
 
 describe('closing a PartitionedLimiter', () => {
-  // issue 9, finding 6 (close() can be bounded in time, for partitions too)
   test('close({ timeoutMs }) resolves after the timeout with what every partition still holds', async () => {
     const clock = new FakeClock();
     const pool = new PartitionedLimiter({

@@ -263,7 +263,6 @@ const rows: Row[] = [
 
 describe('PartitionedLimiter options are checked at construction', () => {
   for (const [label, options, type, message] of rows) {
-    // issue 9, bad input
     test(`${label} is refused with a ${type.name} naming the option`, () => {
       const build = () => new PartitionedLimiter(options as PartitionedLimiterOptions);
       expect(build).toThrow(type);
@@ -271,7 +270,6 @@ describe('PartitionedLimiter options are checked at construction', () => {
     });
   }
 
-  // issue 9, bad input
   test('a partition whose options are undefined takes the defaults', () => {
     const b = new PartitionedLimiter({ limit: 4, partitions: { a: undefined as never } });
     expect(b.ledger().partitions.a).toMatchObject({ reserved: 0, running: 0 });
@@ -284,13 +282,11 @@ describe('PartitionedLimiter methods check their arguments', () => {
     partitions: { core: { reserved: 2 }, search: {} },
   });
 
-  // issue 9, bad input
   test('partition() with a name that is not a string throws a TypeError', () => {
     expect(() => b.partition(5 as never)).toThrow(TypeError);
     expect(() => b.partition(5 as never)).toThrow(/a partition name must be a string, got 5/);
   });
 
-  // issue 9, bad input
   test('partition() with an unknown name throws a RangeError suggesting the nearest name', () => {
     expect(() => b.partition('cor')).toThrow(RangeError);
     expect(() => b.partition('cor')).toThrow(
@@ -298,7 +294,6 @@ describe('PartitionedLimiter methods check their arguments', () => {
     );
   });
 
-  // issue 9, bad input
   test('run() in an unknown partition rejects (one channel) and never calls the task', async () => {
     let called = false;
     const result = b.run('nope', () => {
@@ -312,7 +307,6 @@ describe('PartitionedLimiter methods check their arguments', () => {
 });
 
 describe('a partition’s Limiter errors name the option by its full path', () => {
-  // issue 9, bad input
   test('the option, the hint and the owner are rewritten; the error class and cause are kept', () => {
     const original = new TypeError(
       'limits: unknown option "fairness.quantm" for Limiter; did you mean "fairness.quantum"?',

@@ -2,7 +2,6 @@ import { describe, expect, test } from 'vitest';
 import { maxReach, sharedAt } from '../src/partition/reach.js';
 
 describe('what each partition can ever have', () => {
-  // issue 9, finding 5
   test('without fractions: its reserve plus what it may borrow of the pool at the largest total', () => {
     const parts = [
       { reserved: 3, maxBorrow: Infinity },
@@ -13,7 +12,6 @@ describe('what each partition can ever have', () => {
     expect(maxReach(parts, 10)).toEqual([8, 6, 5, 2]);
   });
 
-  // issue 9, finding 5
   test('with fractions, the largest reach may sit below the largest total (rounding), and is found', () => {
     const parts = [
       { reserved: 0.5, maxBorrow: Infinity },
@@ -25,7 +23,6 @@ describe('what each partition can ever have', () => {
     expect(maxReach(parts, 200)[2]).toBe(3);
   });
 
-  // issue 9, finding 5
   test('without a maxLimit: unbounded, unless fractions take the whole pool', () => {
     expect(
       maxReach(

@@ -120,7 +120,7 @@ describe('PartitionedLimiter (seed 003)', () => {
     expect(() => b.partition('nope')).toThrow(/unknown partition "nope"; partitions are "a", "b"/);
   });
 
-  // issue 9, finding 5 (costs above a partition's reach; no waiter left pending)
+  // Costs above a partition's reach: no waiter left pending.
   test('the ledger adds up at every step of random interleavings, and nothing stays queued once work drains', async () => {
     // What each partition can ever have: core 3 + 5 shared, recommendation 2 + 4, search 5, narrow 2.
     const reach: Record<string, number> = { core: 8, recommendation: 6, search: 5, narrow: 2 };

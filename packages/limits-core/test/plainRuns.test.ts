@@ -3,10 +3,10 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import { deferred, flush } from './support/FakeClock.js';
 
 /**
- * issue 10 (performance): `run()` without options at a fixed limit takes the plain path — no permit
- * object, the task's own promise, one shared pair of reactions releasing the unit. It must keep every
- * rule of `run()`: release exactly once when the task really settles, `classify` honoured, a sync
- * throw returns the unit at once, queued calls answered with their task's result.
+ * `run()` without options at a fixed limit takes the plain path — no permit object, the task's own
+ * promise, one shared pair of reactions releasing the unit. It must keep every rule of `run()`:
+ * release exactly once when the task really settles, `classify` honoured, a sync throw returns the
+ * unit at once, queued calls answered with their task's result.
  */
 describe('run() on the plain path (fixed limit, no options)', () => {
   test('the caller gets the task promise itself, and the unit is back before the caller resumes', async () => {

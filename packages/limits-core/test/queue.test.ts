@@ -240,7 +240,7 @@ describe('bounded queue', () => {
     const closing = limiter.close();
     held?.success();
     await closing;
-    // A spent time budget is refused as such before the queue is considered (issue 9, finding 12).
+    // A spent time budget is refused as such before the queue is considered.
     expect(reasons.map((r) => r.reason)).toEqual(['queue_full', 'too_large', 'deadline', 'closed']);
     for (const r of reasons) {
       expect(Number.isFinite(r.retryAfterMs)).toBe(true);

@@ -6,7 +6,7 @@ import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock } from './support/FakeClock.js';
 
 describe('PermitRequest.queued and QueueTicket.cancel (how limits-breaker sheds its queued calls)', () => {
-  // issue 9, finding 9 (the core side: limits-breaker's guard takes its waiters out of the queue when the circuit opens)
+  // The core side of limits-breaker's guard taking its waiters out of the queue when the circuit opens.
   test('a request is handed its ticket once when queued, and cancel() takes it out of the queue as an abort', () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });

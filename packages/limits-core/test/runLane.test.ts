@@ -4,10 +4,10 @@ import { Limiter } from '../src/limiter/Limiter.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';
 
 /**
- * issue 10 (performance): a queued `run()` without options at a fixed limit, on a FIFO queue where
- * nothing acts on arrival time, waits in the queue's compact lane (`RunLane`: no waiter object). It
- * must be indistinguishable from a queued waiter: FIFO order with the other kinds of request, the
- * counters and snapshot, the queue bound, refusal at close, and the service-time estimate it feeds.
+ * A queued `run()` without options at a fixed limit, on a FIFO queue where nothing acts on arrival
+ * time, waits in the queue's compact lane (`RunLane`: no waiter object). It must be indistinguishable
+ * from a queued waiter: FIFO order with the other kinds of request, the counters and snapshot, the
+ * queue bound, refusal at close, and the service-time estimate it feeds.
  */
 describe('queued plain runs (the run lane)', () => {
   test('keep FIFO order with acquire() and run() with options queued around them', async () => {

@@ -10,8 +10,8 @@ import {
   type Traced,
 } from './support/simulate.js';
 
-// Issue 12 on the simulated downstream of DESIGN.md (capacity C, base latency B, rtt = B × max(1, n/C)
-// ± 5 % seeded noise). Every property is checked on many seeds (noise and probe spacing); `tickMs: 25`
+// The delay-based algorithms (Vegas, Gradient) on the simulated downstream of DESIGN.md (capacity C,
+// base latency B, rtt = B × max(1, n/C) ± 5 % seeded noise). Every property is checked on many seeds (noise and probe spacing); `tickMs: 25`
 // simulates the ticks of a Limiter's stall detector (its default, `stallThresholdMs` 50), which report
 // calls still in flight past the algorithm's `lateAfterMs` through `onLate`.
 const C = 50;
@@ -44,7 +44,7 @@ const ALGORITHMS: Array<[string, Make]> = [
 const limitAt = (t: Traced, i: number) => (t.steps[i] as Step).limit;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
 
-describe.each(ALGORITHMS)('%s (issue 12, simulator)', (_name, make) => {
+describe.each(ALGORITHMS)('%s on the simulated downstream', (_name, make) => {
   test.each([10, 500])(
     'from an initial limit of %i, at least 98 % of the last 500 of 3,000 samples (probe dips included) lie within ±30 % of C, on every seed',
     (initial) => {
@@ -195,8 +195,8 @@ describe.each(ALGORITHMS)('%s (issue 12, simulator)', (_name, make) => {
   });
 });
 
-describe("Vegas regains after a spike even without the limiter's late reports (issue 12)", () => {
-  test('fed directly (no ticks) and without a client timeout, it regains 90 % of the prior limit within 100 samples of recovery (median over seeds; 243 before)', () => {
+describe("Vegas regains after a spike even without the limiter's late reports", () => {
+  test('fed directly (no ticks) and without a client timeout, it regains 90 % of the prior limit within 100 samples of recovery (median over seeds)', () => {
     const regains: number[] = [];
     for (const seed of SEEDS) {
       let t0 = Infinity;
@@ -247,7 +247,7 @@ function burstStart(alg: LimitAlgorithm & { baselineRttMs: number }, seed: numbe
   return { lastHigh, lastOut, baseline: alg.baselineRttMs };
 }
 
-describe('Vegas and Gradient started far above the capacity (issue 12)', () => {
+describe('Vegas and Gradient started far above the capacity', () => {
   test('Vegas from 500 against C = 50, with the first samples all overloaded, is within ±30 % of C from sample 1,600 on and its baseline is the no-load RTT', () => {
     for (const seed of SEEDS) {
       const r = burstStart(new VegasLimit({ initialLimit: 500, random: seededRandom(seed) }), seed);
@@ -269,8 +269,8 @@ describe('Vegas and Gradient started far above the capacity (issue 12)', () => {
   });
 });
 
-describe('Vegas in front of a small pool (issue 12)', () => {
-  test('a database with 4 slots of 100 ms, Vegas capped at 8: the limit stays near the pool (mean ≤ 6.5, not 7.8) and no call waits past 250 ms', () => {
+describe('Vegas in front of a small pool', () => {
+  test('a database with 4 slots of 100 ms, Vegas capped at 8: the limit stays near the pool (mean ≤ 6.5) and no call waits past 250 ms', () => {
     for (const seed of SEEDS) {
       const t = simulateTraced(
         new VegasLimit({ maxLimit: 8, random: seededRandom(seed) }),
@@ -312,7 +312,7 @@ describe('Vegas in front of a small pool (issue 12)', () => {
   );
 });
 
-describe('Gradient reaches maxLimit (issue 12)', () => {
+describe('Gradient reaches maxLimit', () => {
   test('with no queueing and maxLimit 200, the limit reaches exactly 200 (the target is smoothed, then clamped)', () => {
     const gradient = new GradientLimit({
       initialLimit: 20,
