@@ -6,7 +6,7 @@
 //   node bench/convergence-report.mjs
 //
 // The simulation is packages/limits-core/test/support/closedLoop.mjs, the one the convergence tests
-// run (test/convergence.test.ts and test/convergence.issue12.test.ts assert on it; this prints the
+// run (test/convergence.test.ts and test/convergence.delayBased.test.ts assert on it; this prints the
 // numbers). Deterministic: seeded noise and probe spacing, simulated time. `tickMs: 25` simulates the
 // ticks of a Limiter's stall detector (default `stallThresholdMs` 50), which report calls still in
 // flight past the algorithm's `lateAfterMs` (issue 12); "fed directly" runs without them. Takes a few
