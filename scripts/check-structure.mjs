@@ -5,6 +5,10 @@
 //    script needs no dependency, so the check runs offline and in about 50 ms.
 // 2. Another library's internals are touched in one adapter file each (STYLE.md): the patterns in
 //    INTERNALS may appear only in the file named for them.
+// 3. The layers of ARCHITECTURE.md hold: for each table after a `<!-- layers: packages/<pkg>/src -->`
+//    comment, every source file of that folder belongs to a row (a top-level file, or a folder
+//    `name/` holding it), and imports from other rows only the ones its "may import" column names
+//    (`everything`, or backticked names; `(nothing)`).
 //
 //   node scripts/check-structure.mjs           check, print a one-line summary per package
 //   node scripts/check-structure.mjs --self-test   also prove the cycle finder finds a planted cycle
@@ -128,10 +132,67 @@ function selfTest() {
   if (parsed.join() !== ['/x/b.ts', '/c.ts'].join()) {
     throw new Error(`self-test: import parsing gave ${JSON.stringify(parsed)}`);
   }
+  const layers = parseLayers(
+    'x\n<!-- layers: packages/p/src -->\n\n| folder | may import |\n| --- | --- |\n| `index.ts` | everything |\n| `a/` | `b/` `c.ts` |\n| `b/` | (nothing) |\n',
+  );
+  const rows = layers.get('packages/p/src');
+  if (
+    rows?.get('index.ts') !== '*' ||
+    [...(rows?.get('a/') ?? [])].join() !== 'b/,c.ts' ||
+    rows?.get('b/')?.size !== 0
+  ) {
+    throw new Error(`self-test: layer parsing gave ${JSON.stringify([...(rows ?? [])])}`);
+  }
+  if (
+    rowOf('packages/p/src', 'packages/p/src/a/x/y.ts') !== 'a/' ||
+    rowOf('packages/p/src', 'packages/p/src/c.ts') !== 'c.ts'
+  ) {
+    throw new Error('self-test: rowOf');
+  }
   console.log('check-structure self-test: ok');
 }
 
+/**
+ * The layer tables of ARCHITECTURE.md: Map of package src dir (repo-relative) → Map of row name
+ * (`index.ts`, `limiter/`) → allowed row names (a Set, or '*' for everything).
+ */
+export function parseLayers(text) {
+  const layers = new Map();
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^<!-- layers: (\S+) -->$/.exec(lines[i].trim());
+    if (m === null) continue;
+    const rows = new Map();
+    let j = i + 1;
+    while (j < lines.length && !lines[j].trim().startsWith('|')) j++;
+    for (j += 2; j < lines.length && lines[j].trim().startsWith('|'); j++) {
+      const cells = lines[j]
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim());
+      const name = /`([^`]+)`/.exec(cells[0])?.[1];
+      const allowedCell = cells[cells.length - 1];
+      if (name === undefined) continue;
+      const allowed =
+        allowedCell === 'everything'
+          ? '*'
+          : new Set([...allowedCell.matchAll(/`([^`]+)`/g)].map((x) => x[1]));
+      rows.set(name, allowed);
+    }
+    layers.set(m[1], rows);
+  }
+  return layers;
+}
+
+/** The row of `file` (repo-relative, inside `srcDir`): its top-level file name or `folder/`. */
+export function rowOf(srcDir, file) {
+  const rest = file.slice(srcDir.length + 1).split('/');
+  return rest.length === 1 ? rest[0] : `${rest[0]}/`;
+}
+
 if (process.argv.includes('--self-test')) selfTest();
+
+const layers = parseLayers(readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8'));
 
 const problems = [];
 const packagesDir = join(root, 'packages');
@@ -155,6 +216,30 @@ for (const pkg of readdirSync(packagesDir).sort()) {
     for (const rule of INTERNALS) {
       if (rel !== rule.allowed && rule.pattern.test(code)) {
         problems.push(`${rel}: touches ${rule.what}; only ${rule.allowed} may`);
+      }
+    }
+  }
+  const srcRel = `packages/${pkg}/src`;
+  const rows = layers.get(srcRel);
+  if (rows !== undefined) {
+    for (const [file, imports] of graph) {
+      const rel = relative(root, file).split('\\').join('/');
+      const row = rowOf(srcRel, rel);
+      const allowed = rows.get(row);
+      if (allowed === undefined) {
+        problems.push(`${rel}: its folder ${row} is not in ARCHITECTURE.md's layers of ${srcRel}`);
+        continue;
+      }
+      if (allowed === '*') continue;
+      for (const target of imports) {
+        const targetRel = relative(root, target).split('\\').join('/');
+        if (!targetRel.startsWith(`${srcRel}/`)) continue;
+        const to = rowOf(srcRel, targetRel);
+        if (to !== row && !allowed.has(to)) {
+          problems.push(
+            `${rel}: imports ${to} (${targetRel}); ARCHITECTURE.md lets ${row} import ${[...allowed].join(' ') || 'nothing'}`,
+          );
+        }
       }
     }
   }
