@@ -17,12 +17,17 @@ export interface PackageTestConfig {
 }
 
 export function packageConfig(o: PackageTestConfig) {
-  const alias = Object.fromEntries(
-    (o.siblings ?? []).map((s) => [
-      s,
-      fileURLToPath(new URL(`./packages/${s}/src/index.ts`, import.meta.url)),
-    ]),
-  );
+  // A sibling's public entry and its `/internal` entry (limits-core's), each to its source.
+  const alias = (o.siblings ?? []).flatMap((s) => [
+    {
+      find: new RegExp(`^${s}$`),
+      replacement: fileURLToPath(new URL(`./packages/${s}/src/index.ts`, import.meta.url)),
+    },
+    {
+      find: new RegExp(`^${s}/internal$`),
+      replacement: fileURLToPath(new URL(`./packages/${s}/src/internal.ts`, import.meta.url)),
+    },
+  ]);
   const report = process.env.LIMITS_TEST_REPORT_DIR;
   return defineConfig({
     resolve: { alias },
