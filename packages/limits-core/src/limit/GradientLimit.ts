@@ -102,7 +102,7 @@ class Ewma {
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - after late calls (`onLate`), an answer within `tolerance ×` the baseline while the short average
  *   reads the lowest gradient restarts that average: after a latency spike the gradient is back at
- *   once, not twenty samples later (issue 12, S1);
+ *   once, not twenty samples later;
  * - app-limited (`1.5 × inflight < limit`, `2 ×` in slow start) stops growth only: falls still apply;
  * - a `steady` sample (it aims under the limit without queueing: the caller does not use it) pauses
  *   the initial slow start until a growing sample at full use resumes it.

@@ -10,7 +10,7 @@ export type { NoLoadRttOptions } from './noLoadRttOptions.js';
  * RTT noise, and following them would bias the baseline to the noise's low edge (which reads as a
  * standing queue of `noise × limit` in Vegas' estimate, and as a gradient under 1 in Gradient's).
  * With 10 % a downstream with ±10 % jitter kept the baseline at that edge, 10 % under the median the
- * next probe measures: every probe read as a move and scheduled a deeper one (issue 12, S1).
+ * next probe measures: every probe read as a move and scheduled a deeper one.
  */
 const DESCEND = 0.8;
 
@@ -27,7 +27,7 @@ function rttUsable(rtt: number): boolean {
  * samples, and its recheck dips deeper; within it, a move must exceed that spread (noise) and its
  * recheck dips to half the limit at most: with ±10 % jitter a median of 5 samples differs from the
  * last one by 10–17 % now and then, and a recheck at a quarter of the limit refused about 14 calls of
- * a load that used half of it (issue 12, S1, after the spike).
+ * a load that used half of it (after a latency spike).
  */
 const NOISE_MAX = 0.25;
 
@@ -69,7 +69,7 @@ export type ProbeState = 'none' | 'dip' | 'end';
 
 /**
  * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
- * probe dips to relearn it. Internal (not exported from the package since 0.2.0): Vegas and Gradient
+ * probe dips to relearn it. Internal (not exported from the package): Vegas and Gradient
  * build one from their options.
  *
  * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
@@ -97,7 +97,7 @@ export class NoLoadRtt {
    * The running (or last) probe is open: it started while the load left the limit well unused, so
    * it does not dip (the load's own samples are clean) and refuses nothing. A dip under the calls
    * the load keeps out refused them for nothing: a healthy downstream at half the limit saw about
-   * 0.5 % of calls refused, one cluster per dip to half (issue 12, S1). An open probe refreshes the
+   * 0.5 % of calls refused, one cluster per dip to half. An open probe refreshes the
    * baseline within ±10 % as a shallow dip does, or lowers it, but never moves it up (its samples
    * may queue: a limit that just grew leaves the load behind it for a round); one that reads a rise
    * makes the next probe a dip, a recheck's spacing away. The deepest probe for a stale baseline

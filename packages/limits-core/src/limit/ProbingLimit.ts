@@ -62,7 +62,7 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
  *    hears of it.
  *
- * Around the rule, the base adds (issue 12):
+ * Around the rule, the base adds:
  * - **app-limited decay** (after TCP's congestion-window validation, RFC 7661): once in-flight has
  *   stayed under the headroom for a whole round of samples, the limit decays toward 1.5× the peak
  *   in-flight of the last such round (never below `minLimit`), closing half the gap per

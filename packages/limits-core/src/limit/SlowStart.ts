@@ -3,7 +3,7 @@ const REGAIN_ROUNDS = 4;
 
 /**
  * Slow start for the delay-based algorithms: growth doubles per round (each sample adds 1) instead
- * of the algorithm's additive step. Internal (not exported from the package since 0.2.0).
+ * of the algorithm's additive step. Internal (not exported from the package).
  *
  * It runs once from `initialLimit` until the first queueing, as in TCP. It runs again after a
  * collapse: the last good level is remembered (the limit of the last sample at full use that showed

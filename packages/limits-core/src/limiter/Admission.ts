@@ -98,7 +98,7 @@ export class Admission {
       startLane: grants.startLane,
     };
     this.queue = new WaitQueue(o, time, service, queueHost, runner);
-    const maxCost = gate?.maxCost ?? o.maxCost; // h-part: gate hook (issue 9, finding 5)
+    const maxCost = gate?.maxCost ?? o.maxCost;
     const bounds = { maxQueued: o.maxQueued, maxQueuedBytes: o.maxQueuedBytes, maxCost };
     this.refusals = new Refusals(host, this.queue, service, time, bounds, gate);
     this.#host = host;
@@ -317,7 +317,7 @@ export class Admission {
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
   #estimateWait(cost: number): number {
     const host = this.#host;
-    const capacity = this.#gate?.capacity() ?? host.capacity; // h-part: gate hook (issue 9, finding 5)
+    const capacity = this.#gate?.capacity() ?? host.capacity;
     const units = host.inflight + this.queue.queuedCost + cost - capacity;
     return units <= 0 ? 0 : (units * this.#service.estimate()) / Math.max(1, capacity);
   }

@@ -29,7 +29,7 @@ export const LATE_PROBE_SPACING_MS = 1_000;
 export const LATE_PROBES_FOR_MS = 9_000;
 
 /**
- * @internal Probes beyond the capacity while a downstream is sick (issue 12, S1's recovery). When the
+ * @internal Probes beyond the capacity while a downstream is sick. When the
  * limit has collapsed to its floor, the one call it lets through sits on a downstream that takes,
  * say, 3 s: the first fast answer after the downstream recovers comes only when that call ends, up to
  * 3 s later. So during a slowdown the limiter keeps up to {@link maxLateProbes} units beyond the limit

@@ -47,7 +47,7 @@ export interface FeedHost {
  * plug-in's bad value or throw is reported, and the last good limit stays); a new limit is handed
  * to the limiter (its capacity follows) and announced with the `limit` event.
  *
- * Late calls (issue 12): for an algorithm with `onLate`, the timed calls in flight are counted per
+ * Late calls: for an algorithm with `onLate`, the timed calls in flight are counted per
  * tick of the stall detector ({@link LateCalls}); each tick reports those past the algorithm's
  * `lateAfterMs` once through `onLate(count, inflight)` (each counts as a drop). When a reported call
  * completes, a success is still fed as the latency sample it is (how the algorithm learns a latency

@@ -68,7 +68,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     const time = new MonotonicTime(o.clock, o.clock === systemClock);
     this.#time = time;
     this.#gate = o.gate;
-    this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1; // h-part: gate hook (issue 9, finding 5)
+    this.#unitFits = (o.gate?.maxCost ?? o.maxCost) >= 1;
     const feed = new LimitFeed(o, time, this, {
       held: () => this.#permits > 0,
       onLimit: (limit) =>

@@ -73,7 +73,7 @@ export class Refusals {
       reason,
       {
         inflight: source.inflight,
-        capacity: this.#gate?.capacity() ?? source.capacity, // h-part: gate hook (issue 9, finding 5)
+        capacity: this.#gate?.capacity() ?? source.capacity,
         queued: queue.size,
         maxQueued: bounds.maxQueued,
         queuedCost: queue.queuedCost,
