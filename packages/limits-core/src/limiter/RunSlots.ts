@@ -19,6 +19,10 @@ const KEEP = 128;
  * and a later call reuses it. (A closure made per call also cost V8 a `CompileLazy` at its first
  * and only call.)
  * Reactions run in the order they were added, so the unit is back before the caller resumes.
+ *
+ * Kept because it pays where users look: without it the Vegas `Limiter.run` rows of
+ * bench/overhead.mjs took about a fifth longer (2.9× the semaphore sequentially against 2.4×, 5.5×
+ * against 4.4× for 10,000 at once).
  */
 export class RunSlots {
   readonly #free: RunSlot[] = [];

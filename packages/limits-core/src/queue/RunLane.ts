@@ -14,9 +14,10 @@ export interface LaneHost {
  * keeps its task, its caller's resolve function and its arrival time at the same index of three
  * arrays (the times unboxed doubles; two arrays of 10,000 pointers stay ordinary heap objects where
  * one of 20,000 would be a large object, kept in the old generation), and makes no object of its
- * own. A burst of 10,000 queued runs then allocates only the caller's promise per call; with a
- * waiter object each, `Limiter.run` took 1.8–2.0× the floor semaphore's time in
- * bench/overhead.mjs's 10,000-at-once shape (1.3–1.5× with the lane).
+ * own. A burst of 10,000 queued runs then allocates only the caller's promise per call. Kept because
+ * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 2.2× the
+ * hand-written semaphore's time in bench/overhead.mjs's 10,000-at-once shape, against 1.5× with the
+ * lane.
  *
  * The wait queue puts requests here only while its waiter list is empty, so every lane request is
  * older than every listed waiter and the lane is served first (FIFO across both holds).
