@@ -23,13 +23,13 @@ export {
   formatValue,
   type NumberRange,
 } from './internal/validate.js';
-export { AimdLimit, type AimdLimitOptions } from './limit/AimdLimit.js';
-export { FixedLimit } from './limit/FixedLimit.js';
-export { GradientLimit, type GradientLimitOptions } from './limit/GradientLimit.js';
-export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './limit/LimitAlgorithm.js';
-export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './limit/NoLoadRtt.js';
-export { VegasLimit, type VegasLimitOptions } from './limit/VegasLimit.js';
-export { WindowedLimit, type WindowedLimitOptions } from './limit/WindowedLimit.js';
+export { AimdLimit, type AimdLimitOptions } from './algorithms/AimdLimit.js';
+export { FixedLimit } from './algorithms/FixedLimit.js';
+export { GradientLimit, type GradientLimitOptions } from './algorithms/GradientLimit.js';
+export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './algorithms/LimitAlgorithm.js';
+export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
+export { VegasLimit, type VegasLimitOptions } from './algorithms/VegasLimit.js';
+export { WindowedLimit, type WindowedLimitOptions } from './algorithms/WindowedLimit.js';
 /** The acquire options' check, for integration packages that take acquire options of their own. */
 export {
   type AcquireOptionNames,

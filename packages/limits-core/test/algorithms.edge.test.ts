@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'vitest';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { seededRandom } from '../src/internal/random.js';
-import { AimdLimit } from '../src/limit/AimdLimit.js';
-import { FixedLimit } from '../src/limit/FixedLimit.js';
-import { GradientLimit } from '../src/limit/GradientLimit.js';
-import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
-import { NoLoadRtt } from '../src/limit/NoLoadRtt.js';
-import { VegasLimit } from '../src/limit/VegasLimit.js';
-import { WindowedLimit } from '../src/limit/WindowedLimit.js';
+import { AimdLimit } from '../src/algorithms/AimdLimit.js';
+import { FixedLimit } from '../src/algorithms/FixedLimit.js';
+import { GradientLimit } from '../src/algorithms/GradientLimit.js';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
+import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 

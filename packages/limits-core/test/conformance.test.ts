@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { AimdLimit } from '../src/limit/AimdLimit.js';
-import { GradientLimit } from '../src/limit/GradientLimit.js';
-import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
-import { VegasLimit } from '../src/limit/VegasLimit.js';
+import { AimdLimit } from '../src/algorithms/AimdLimit.js';
+import { GradientLimit } from '../src/algorithms/GradientLimit.js';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 
 // Conformance vectors: short sample sequences whose limits are worked out by hand from the formulas
 // documented on each class. Probes are pushed out of reach (multipliers of 1,000 rounds) so each

@@ -5,7 +5,7 @@ import { describe, expect, test, vi } from 'vitest';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import type { Clock } from '../src/internal/clock.js';
-import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
 import type { ReleaseEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';

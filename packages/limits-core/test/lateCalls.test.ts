@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
-import { VegasLimit } from '../src/limit/VegasLimit.js';
-import { WindowedLimit } from '../src/limit/WindowedLimit.js';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
 import type { LimitEvent } from '../src/limiter/events.js';
 import { LateCalls } from '../src/limiter/LateCalls.js';
 import { Limiter } from '../src/limiter/Limiter.js';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { LimitAlgorithm } from '../src/limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
 import {
   PartitionedLimiter,
   type PartitionedLimiterOptions,

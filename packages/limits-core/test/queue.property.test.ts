@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import type { Sample } from '../src/limit/LimitAlgorithm.js';
+import type { Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock, flush } from './support/FakeClock.js';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { LimitAlgorithm, Sample } from '../src/limit/LimitAlgorithm.js';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Outcome } from '../src/permit/outcome.js';
 import { deferred, FakeClock, flush } from './support/FakeClock.js';

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'eventemitter3';
 import type { Clock } from '../internal/clock.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { formatValue } from '../internal/validate.js';
-import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import type { LimitAlgorithm, Sample } from '../algorithms/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { algorithmName, validLimit } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';

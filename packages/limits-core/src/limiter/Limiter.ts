@@ -2,7 +2,7 @@ import { EventEmitter } from 'eventemitter3';
 import { systemClock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
-import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
 import type { Waiter } from '../queue/Waiter.js';

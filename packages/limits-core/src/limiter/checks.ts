@@ -7,7 +7,7 @@ import {
   formatValue,
   type NumberRange,
 } from '../internal/validate.js';
-import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import { ACQUIRE_KEYS, type AcquireOptions } from './options.js';
 
 /*

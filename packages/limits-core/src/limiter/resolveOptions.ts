@@ -9,9 +9,9 @@ import {
   checkOneOf,
   formatValue,
 } from '../internal/validate.js';
-import { checkAlgorithm } from '../limit/checkAlgorithm.js';
-import { FixedLimit } from '../limit/FixedLimit.js';
-import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import { checkAlgorithm } from '../algorithms/checkAlgorithm.js';
+import { FixedLimit } from '../algorithms/FixedLimit.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { Classify } from '../permit/outcome.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';

@@ -1,6 +1,6 @@
 import { checkKeys, checkNumber, formatValue, nearestName } from '../internal/validate.js';
-import { FixedLimit } from '../limit/FixedLimit.js';
-import type { LimitAlgorithm, Sample } from '../limit/LimitAlgorithm.js';
+import { FixedLimit } from '../algorithms/FixedLimit.js';
+import type { LimitAlgorithm, Sample } from '../algorithms/LimitAlgorithm.js';
 import { Limiter } from '../limiter/Limiter.js';
 import type {
   AcquireOptions,

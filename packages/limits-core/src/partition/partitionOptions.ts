@@ -7,8 +7,8 @@ import {
   checkObject,
   formatValue,
 } from '../internal/validate.js';
-import { FixedLimit } from '../limit/FixedLimit.js';
-import type { LimitAlgorithm } from '../limit/LimitAlgorithm.js';
+import { FixedLimit } from '../algorithms/FixedLimit.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { LimiterOptions } from '../limiter/options.js';
 import type { Classify } from '../permit/outcome.js';
 

@@ -1,4 +1,4 @@
-import type { LimitAlgorithm, Sample } from '../../src/limit/LimitAlgorithm.js';
+import type { LimitAlgorithm, Sample } from '../../src/algorithms/LimitAlgorithm.js';
 
 /** Parameters of the simulated downstream (all times in simulated ms). */
 export interface DownstreamModel {

@@ -3,7 +3,7 @@
  * test/liveness.test.ts made at every grant, release and phase end (see that file's comment).
  */
 import { seededRandom } from '../../src/internal/random.js';
-import type { LimitAlgorithm } from '../../src/limit/LimitAlgorithm.js';
+import type { LimitAlgorithm } from '../../src/algorithms/LimitAlgorithm.js';
 import { maxLateProbes } from '../../src/limiter/LateProbes.js';
 import { Limiter } from '../../src/limiter/Limiter.js';
 import type { QueueTicket } from '../../src/limiter/PermitRequest.js';
