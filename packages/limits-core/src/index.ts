@@ -1,3 +1,15 @@
+export { AimdLimit, type AimdLimitOptions } from './algorithms/AimdLimit.js';
+export { FixedLimit } from './algorithms/FixedLimit.js';
+export { GradientLimit, type GradientLimitOptions } from './algorithms/GradientLimit.js';
+export type {
+  LimitAlgorithm,
+  LimitDecision,
+  LimitReason,
+  Sample,
+} from './algorithms/LimitAlgorithm.js';
+export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
+export { VegasLimit, type VegasLimitOptions } from './algorithms/VegasLimit.js';
+export { WindowedLimit, type WindowedLimitOptions } from './algorithms/WindowedLimit.js';
 export {
   type LimitExceededDetails,
   LimitExceededError,
@@ -23,13 +35,6 @@ export {
   formatValue,
   type NumberRange,
 } from './internal/validate.js';
-export { AimdLimit, type AimdLimitOptions } from './algorithms/AimdLimit.js';
-export { FixedLimit } from './algorithms/FixedLimit.js';
-export { GradientLimit, type GradientLimitOptions } from './algorithms/GradientLimit.js';
-export type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './algorithms/LimitAlgorithm.js';
-export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
-export { VegasLimit, type VegasLimitOptions } from './algorithms/VegasLimit.js';
-export { WindowedLimit, type WindowedLimitOptions } from './algorithms/WindowedLimit.js';
 /** The acquire options' check, for integration packages that take acquire options of their own. */
 export {
   type AcquireOptionNames,

@@ -6,11 +6,11 @@
  * (test/support/traffic.mjs, test/support/phases.ts).
  */
 import { describe, expect, test } from 'vitest';
-import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { seededRandom } from '../src/internal/random.js';
 import { LateProbes, maxLateProbes } from '../src/limiter/LateProbes.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { drive, type Phase } from './support/phases.js';

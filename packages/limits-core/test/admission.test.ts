@@ -1,9 +1,9 @@
 import { EventEmitter } from 'eventemitter3';
 import { describe, expect, test } from 'vitest';
+import { FixedLimit } from '../src/algorithms/FixedLimit.js';
 import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { MonotonicTime } from '../src/internal/MonotonicTime.js';
 import { PromiseCapture } from '../src/internal/PromiseCapture.js';
-import { FixedLimit } from '../src/algorithms/FixedLimit.js';
 import { Admission } from '../src/limiter/Admission.js';
 import type { LimiterEvents } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';

@@ -1,6 +1,4 @@
 import { describe, expect, test } from 'vitest';
-import { CostEstimator } from '../src/fairness/CostEstimator.js';
-import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { FixedLimit } from '../src/algorithms/FixedLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
@@ -8,6 +6,8 @@ import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js
 import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
+import { CostEstimator } from '../src/fairness/CostEstimator.js';
+import { seededRandom } from '../src/internal/random.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
 

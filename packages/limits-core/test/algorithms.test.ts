@@ -1,6 +1,4 @@
 import { describe, expect, test } from 'vitest';
-import * as core from '../src/index.js';
-import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { FixedLimit } from '../src/algorithms/FixedLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
@@ -8,6 +6,8 @@ import type { Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { BASELINE_MAX_AGE_MS, NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
+import * as core from '../src/index.js';
+import { seededRandom } from '../src/internal/random.js';
 import { simulateTraced, undipped } from './support/simulate.js';
 
 const noProbe = { probeMultiplier: 1000, recheckMultiplier: 1000 };

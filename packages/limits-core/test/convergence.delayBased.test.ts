@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { seededRandom } from '../src/internal/random.js';
 import { GradientLimit, type GradientLimitOptions } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit, type VegasLimitOptions } from '../src/algorithms/VegasLimit.js';
+import { seededRandom } from '../src/internal/random.js';
 import {
   type DownstreamModel,
   type Step,

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { seededRandom } from '../src/internal/random.js';
 import {
   type DownstreamModel,
   type Step,

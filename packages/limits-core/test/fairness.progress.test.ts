@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
+import { DeficitRoundRobin } from '../src/fairness/DeficitRoundRobin.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { SelectorEntry, WaiterExtras } from '../src/queue/Waiter.js';

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { seededRandom } from '../src/internal/random.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { seededRandom } from '../src/internal/random.js';
 import {
   LATE_PROBE_CAPACITY,
   LATE_PROBE_SPACING_MS,

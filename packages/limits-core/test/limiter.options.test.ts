@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
 import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
+import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { LimiterOptions } from '../src/limiter/options.js';
 import { FakeClock } from './support/FakeClock.js';

@@ -1,9 +1,9 @@
 import { describe, expect, test, vi } from 'vitest';
+import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { isLimitsError, LimitsError } from '../src/errors/LimitsError.js';
 import { seededRandom } from '../src/internal/random.js';
-import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
-import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import type { LimitEvent, ReleaseEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';

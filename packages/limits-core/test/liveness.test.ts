@@ -21,11 +21,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { seededRandom } from '../src/internal/random.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
+import { seededRandom } from '../src/internal/random.js';
 import { CHECKS, drive, type Make, type Phase } from './support/phases.js';
 
 const RUNS = Number(process.env.LIMITS_LIVENESS_RUNS ?? 1000);

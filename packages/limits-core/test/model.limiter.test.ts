@@ -12,13 +12,13 @@
 import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LimitExceededError } from '../src/errors/LimitExceededError.js';
-import { CostEstimator } from '../src/fairness/CostEstimator.js';
-import type { Clock } from '../src/internal/clock.js';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
+import { LimitExceededError } from '../src/errors/LimitExceededError.js';
+import { CostEstimator } from '../src/fairness/CostEstimator.js';
+import type { Clock } from '../src/internal/clock.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { AcquireOptions, LimiterOptions } from '../src/limiter/options.js';
 import type { Outcome } from '../src/permit/outcome.js';

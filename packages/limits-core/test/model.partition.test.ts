@@ -8,8 +8,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { PartitionedLimiter, type PartitionOptions } from '../src/partition/PartitionedLimiter.js';
 import type { Outcome } from '../src/permit/outcome.js';
 import type { Permit } from '../src/permit/Permit.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
+import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { PartitionedLimiter } from '../src/partition/PartitionedLimiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock, flush } from './support/FakeClock.js';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
+import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { PartitionedLimiter } from '../src/partition/PartitionedLimiter.js';
 import type { Permit } from '../src/permit/Permit.js';
 import { FakeClock, flush } from './support/FakeClock.js';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
+import { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { ExpireEvent, QueueEvent, RejectEvent } from '../src/limiter/events.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { Permit } from '../src/permit/Permit.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
+import type { LimitExceededError } from '../src/errors/LimitExceededError.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import type { PermitRequest } from '../src/limiter/PermitRequest.js';
 import { Permit } from '../src/permit/Permit.js';

@@ -1,8 +1,8 @@
 import type { EventEmitter } from 'eventemitter3';
+import type { LimitAlgorithm, Sample } from '../algorithms/LimitAlgorithm.js';
 import type { Clock } from '../internal/clock.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { formatValue } from '../internal/validate.js';
-import type { LimitAlgorithm, Sample } from '../algorithms/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { algorithmName, validLimit } from './checks.js';
 import { emitSafely, listeners, reportListenerError } from './emit.js';

@@ -1,8 +1,9 @@
 import { EventEmitter } from 'eventemitter3';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
+import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { systemClock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
-import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
 import type { Waiter } from '../queue/Waiter.js';
@@ -27,7 +28,6 @@ import { PlainRuns } from './PlainRuns.js';
 import type { Refusals } from './Refusals.js';
 import { RunSlots } from './RunSlots.js';
 import { resolveOptions } from './resolveOptions.js';
-import { snapshot } from './snapshot.js';
 import { TaskRunner } from './TaskRunner.js';
 
 /**
@@ -148,13 +148,22 @@ export class Limiter extends EventEmitter<LimiterEvents> {
 
   /** A point-in-time view of the counters. */
   snapshot(): LimiterSnapshot {
-    const counters = {
+    const queue = this.#queue;
+    const feed = this.#feed;
+    return {
+      limit: feed.limit,
       capacity: this.#capacity,
       inflight: this.#inflight,
       permits: this.#permits,
+      queued: queue.size,
+      queuedCost: queue.queuedCost,
+      queuedBytes: queue.queuedBytes,
+      oldestQueuedMs: queue.size === 0 ? 0 : Math.max(0, this.#time.now() - oldestAt(queue)),
+      serviceMs: feed.service.estimate(),
+      stalledSamples: feed.stalledSamples,
+      tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
     };
-    return snapshot(counters, this.#feed, this.#queue, this.#time);
   }
 
   /**
@@ -349,4 +358,9 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     }
     return gate === undefined ? this.#inflight : gate.inflight();
   }
+}
+
+/** Arrival (clock ms) of the oldest queued request: the lane's oldest, else the oldest waiter. */
+function oldestAt(queue: WaitQueue): number {
+  return queue.lane.size > 0 ? queue.lane.oldestAt : (queue.head?.enqueuedAt ?? Number.NaN);
 }

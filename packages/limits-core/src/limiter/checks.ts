@@ -1,3 +1,4 @@
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import {
   checkKeys,
@@ -7,7 +8,6 @@ import {
   formatValue,
   type NumberRange,
 } from '../internal/validate.js';
-import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import { ACQUIRE_KEYS, type AcquireOptions } from './options.js';
 
 /*

@@ -1,5 +1,5 @@
-import type { RejectReason } from '../errors/LimitExceededError.js';
 import type { LimitDecision, Sample } from '../algorithms/LimitAlgorithm.js';
+import type { RejectReason } from '../errors/LimitExceededError.js';
 import type { Outcome } from '../permit/outcome.js';
 
 /** Payload of the `limit` event: the integer limit changed. */

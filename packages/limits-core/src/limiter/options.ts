@@ -1,7 +1,7 @@
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { FairnessOptions } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
-import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { Classify } from '../permit/outcome.js';
 import type { PriorityOptions } from '../queue/PriorityAging.js';
 

@@ -1,3 +1,6 @@
+import { checkAlgorithm } from '../algorithms/checkAlgorithm.js';
+import { FixedLimit } from '../algorithms/FixedLimit.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
 import { checkClock } from '../internal/checkClock.js';
@@ -9,9 +12,6 @@ import {
   checkOneOf,
   formatValue,
 } from '../internal/validate.js';
-import { checkAlgorithm } from '../algorithms/checkAlgorithm.js';
-import { FixedLimit } from '../algorithms/FixedLimit.js';
-import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { Classify } from '../permit/outcome.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
 import type { Selector } from '../queue/Selector.js';

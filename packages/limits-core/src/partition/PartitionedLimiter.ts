@@ -1,6 +1,6 @@
-import { checkKeys, checkNumber, formatValue, nearestName } from '../internal/validate.js';
 import { FixedLimit } from '../algorithms/FixedLimit.js';
 import type { LimitAlgorithm, Sample } from '../algorithms/LimitAlgorithm.js';
+import { checkKeys, checkNumber, formatValue, nearestName } from '../internal/validate.js';
 import { Limiter } from '../limiter/Limiter.js';
 import type {
   AcquireOptions,

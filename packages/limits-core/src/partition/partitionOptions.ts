@@ -1,3 +1,5 @@
+import { FixedLimit } from '../algorithms/FixedLimit.js';
+import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import { checkClock } from '../internal/checkClock.js';
 import type { Clock } from '../internal/clock.js';
 import {
@@ -7,8 +9,6 @@ import {
   checkObject,
   formatValue,
 } from '../internal/validate.js';
-import { FixedLimit } from '../algorithms/FixedLimit.js';
-import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { LimiterOptions } from '../limiter/options.js';
 import type { Classify } from '../permit/outcome.js';
 

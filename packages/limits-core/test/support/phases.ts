@@ -2,8 +2,9 @@
  * Phases of traffic for a real `Limiter` on simulated time, with the liveness checks of
  * test/liveness.test.ts made at every grant, release and phase end (see that file's comment).
  */
-import { seededRandom } from '../../src/internal/random.js';
+
 import type { LimitAlgorithm } from '../../src/algorithms/LimitAlgorithm.js';
+import { seededRandom } from '../../src/internal/random.js';
 import { maxLateProbes } from '../../src/limiter/LateProbes.js';
 import { Limiter } from '../../src/limiter/Limiter.js';
 import type { QueueTicket } from '../../src/limiter/PermitRequest.js';

@@ -1,5 +1,5 @@
-import { seededRandom } from '../../src/internal/random.js';
 import type { LimitAlgorithm } from '../../src/algorithms/LimitAlgorithm.js';
+import { seededRandom } from '../../src/internal/random.js';
 import { closedLoop, type DownstreamModel, type Step, tracing } from './closedLoop.mjs';
 
 export type { DownstreamModel, Step };

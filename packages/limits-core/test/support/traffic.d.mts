@@ -1,5 +1,5 @@
-import type { Clock } from '../../src/internal/clock.js';
 import type { LimitAlgorithm, Sample } from '../../src/algorithms/LimitAlgorithm.js';
+import type { Clock } from '../../src/internal/clock.js';
 import type { Limiter } from '../../src/limiter/Limiter.js';
 
 /** A clock whose time moves only through `run`: timers fire in time order, synchronously. */
