@@ -30,7 +30,7 @@ const INTERNALS = [
   {
     what: "opossum's status window",
     pattern: /\.window\b|\bstatus\s*\.\s*window\b/,
-    allowed: 'packages/limits-breaker/src/circuit/OpossumCircuit.ts',
+    allowed: 'packages/limits-breaker/src/OpossumCircuit.ts',
   },
 ];
 

@@ -1,187 +1,511 @@
-import type { LimitExceededError, Permit, PermitRequest, QueueTicket } from 'limits-core';
-import { CallContext } from './CallContext.js';
-import type { CircuitTicket } from './circuit/Circuit.js';
-import type { PermitHold } from './PermitHold.js';
-import type { Timed } from './TimeoutList.js';
+import {
+  type Classify,
+  type Clock,
+  defaultClassify,
+  type LimitExceededError,
+  type Limiter,
+  type Outcome,
+  type Permit,
+  type PermitRequest,
+  type QueueTicket,
+} from 'limits-core';
+import { CallContext, type PermitHold } from './CallContext.js';
+import { CallTimeoutError, CircuitOpenError, holdStateError, shutDownError } from './errors.js';
+import type { Fallback } from './Fallback.js';
+import type { LatencyWindow } from './LatencyWindow.js';
+import type { OpossumCircuit } from './OpossumCircuit.js';
+import { checkOutcome } from './options.js';
+import type { Timed, TimeoutList } from './TimeoutList.js';
 
-/**
- * @internal A call's flags, read with {@link Call.is} and set with {@link Call.mark} (one number field:
- * the queue may hold 10^5 calls).
- */
-export const CallFlag = {
-  /** Still in flight for the guard (not settled, not shut down). */
-  LIVE: 1,
-  /** The caller was answered (by the result, the timeout, or shutdown). */
-  ANSWERED: 2,
-  /**
-   * The caller was answered at the timeout: while the call waited in the limiter's queue (it is then
-   * taken out of it), or while its action runs (which keeps its permit until it ends).
-   */
-  TIMED_OUT: 4,
-  /** A trial call (admitted while HALF_OPEN). */
-  TRIAL: 8,
-  /** Waiting in the limiter's queue (its `QueueTicket` in `permit`). */
-  WAITING: 32,
-  /** The action called `ctx.hold()` (a second call throws). */
-  HOLD: 64,
-  /** Its hold is not released yet: the permit outlives the action (see `PermitHold`). */
-  HOLDING: 128,
-} as const;
-/** Bits from here up (three) hold the outcome a hold will release with (see `PermitHold`). */
-export const OUTCOME_SHIFT = 8;
-const { LIVE, TRIAL } = CallFlag;
-
-/** The reason of a call aborted before its signal was read (kept until the first read makes one). */
-class AbortedUnread {
-  constructor(readonly reason: unknown) {}
+/** What the calls of one guard share: built once by the guard, used by each of its calls. */
+export interface GuardParts {
+  /** The guarded action. */
+  readonly action: (ctx: CallContext, ...args: unknown[]) => unknown;
+  /** The `classify` option. */
+  readonly classify: Classify | undefined;
+  /** The guard's clock (monotonic). */
+  readonly clock: Clock;
+  /** The circuit each call reports its outcome to. */
+  readonly circuit: OpossumCircuit;
+  /** How a call that did not succeed is answered. */
+  readonly fallback: Fallback;
+  /** The `timeoutMs` option. */
+  readonly timeoutMs: number | false;
+  /** Calls from `fire()` until their caller is answered, by deadline; `undefined` without a timeout. */
+  readonly timeouts: TimeoutList | undefined;
+  /** Calls whose action has started and whose permit is not back yet (aborted by `shutdown()`). */
+  readonly inFlight: CallsInFlight;
+  /** Latency of settled calls. */
+  readonly latency: LatencyWindow;
+  /** The calls' holds (`ctx.hold()`). */
+  readonly holds: Holds;
+  /** Set by `shutdown()`. */
+  shut: boolean;
 }
 
-/** The resolve function of a call whose caller's promise is derived from the action's (or not made yet). */
-export const noop = (): void => {};
-
-/**
- * @internal What a {@link Call} reports to (the guard that made it): the limiter's answers to its
- * permit request, and its timeout.
- */
-export interface CallOwner {
-  /** The limiter queued `call`; `ticket` takes it out of the queue. */
-  _queued(call: Call, ticket: QueueTicket): void;
-  /** The limiter granted a queued call its permit. */
-  _granted(call: Call, permit: Permit): void;
-  /** The limiter refused the call (at admission, or while it waited). */
-  _refused(call: Call, error: LimitExceededError): void;
-  /** The call's `timeoutMs` budget ran out (while queued or while running). */
-  _timeout(call: Call): void;
-  /** The action called `ctx.hold()`. */
-  _hold(call: Call): PermitHold;
+/** What a call keeps of its hold: not the hold itself, so that a hold dropped unreleased is collected. */
+interface HoldRecord {
+  released: boolean;
+  /** The outcome given to `release()`, if any. */
+  outcome: Outcome | undefined;
 }
 
 /**
- * @internal One call, from `fire()` to the end of its action: it waits in the limiter's queue (as a
- * limits-core `PermitRequest`: no promise there), is the action's context (a `CallContext`: no second
- * object), sits in the timeout list (`Timed`) and in the guard's list of calls in flight,
- * and tells the circuit which episode it was admitted in (`CircuitTicket`). One object and one caller
- * promise per call, where a promise chain through `limiter.acquire()` took several of each.
- *
- * It has 13 fields, which V8 lays out in 128 bytes (Node 20 and 24: 8 bytes per field and 3 words of
- * header). Keep it so: a young-generation collection copies a surviving object word by word when it
- * is under 136 bytes, and with a `memcpy` call from there. With 10,000 calls queued and a 14th field,
- * that call took about 10 ns per guard call in a CPU profile of the timed burst (bench/RESULTS.md,
- * "Session 14").
+ * Where a call is, from `fire()` until its permit is back. Each phase carries exactly what it needs:
+ * - `asking`: inside `limiter.acquireWith()`, which answers at once or queues the call;
+ * - `queued`: waiting in the limiter's queue; `ticket` takes it out;
+ * - `running`: the action runs under `permit` since `startedAt` (clock ms); the caller waits;
+ * - `timedOut`: the caller was answered `timeout` and the breaker counted a failure; the action runs
+ *   on and keeps its permit until it ends (then released as `dropped`);
+ * - `held`: the action settled and its caller was answered, but `ctx.hold()` keeps the permit;
+ * - `ended`: answered, and nothing held.
  */
-export class Call extends CallContext implements Timed, PermitRequest, CircuitTicket {
+export type CallState =
+  | { readonly phase: 'asking' }
+  | { readonly phase: 'queued'; readonly ticket: QueueTicket }
+  | {
+      readonly phase: 'running';
+      readonly permit: Permit;
+      readonly startedAt: number;
+      hold: HoldRecord | undefined;
+    }
+  | {
+      readonly phase: 'timedOut';
+      readonly permit: Permit;
+      readonly startedAt: number;
+      hold: HoldRecord | undefined;
+    }
+  | {
+      readonly phase: 'held';
+      readonly permit: Permit;
+      /** The outcome the action settled with (the permit's unless the hold's release gives one). */
+      readonly outcome: Outcome;
+      readonly hold: HoldRecord;
+    }
+  | { readonly phase: 'ended' };
+
+/** The phases of a call whose action started and whose permit is not back yet. */
+type Started = Extract<CallState, { readonly permit: Permit }>;
+
+const ASKING: CallState = { phase: 'asking' };
+const ENDED: CallState = { phase: 'ended' };
+
+/** The cause of the refusal of a queued call that the guard takes out of the queue when the circuit opens. */
+export const SHED: unique symbol = Symbol('limits: shed when the circuit opened');
+
+/**
+ * One guarded call, from `fire()` until its permit is back: the limiter's request for a permit (a
+ * limits-core `PermitRequest`), the action's context (`CallContext`), an entry of the timeout list,
+ * and what it tells the circuit (`trial`, `episode`). Every step of its life is a method here, moving
+ * it from one {@link CallState} to the next.
+ */
+export class Call extends CallContext implements PermitRequest, Timed {
+  /** Where the call is (see {@link CallState}). */
+  state: CallState = ASKING;
+  /** Clock ms when its `timeoutMs` runs out (counted from `fire()`); `Infinity` without a timeout. */
+  readonly deadline: number;
   /**
-   * The call's abort state, one field: `undefined` (not aborted, `signal` not read), its own
-   * AbortController (made at the first read of `signal`, aborted with the call), or the reason of an
-   * abort that came before any read.
-   */
-  #abort: AbortController | AbortedUnread | undefined = undefined;
-  /** Links in the timeout list. */
-  prev: Timed | undefined = undefined;
-  next: Timed | undefined = undefined;
-  /** Links in the guard's list of calls in flight. */
-  cprev: Call | undefined = undefined;
-  cnext: Call | undefined = undefined;
-  /** The {@link CallFlag} bits. */
-  #flags: number;
-  /**
-   * The permit, once granted; before that, while the call waits in the limiter's queue, its queue
-   * ticket (to take it out of the queue; one field less per queued call).
-   */
-  permit: Permit | QueueTicket | undefined = undefined;
-  /**
-   * Clock ms when the action started (for the latency window); `undefined` until then. (Not a number
-   * first: V8 would make the field a boxed double, one more object per queued call.)
-   */
-  start: number = undefined as unknown as number;
-  /**
-   * Clock ms when the call's `timeoutMs` budget (queue wait + execution) started, rounded up to a
-   * whole ms: at `fire()` for a call granted at once (`InFlightCalls.budget`), at the end of the
-   * synchronous run that fired it for a queued one (`InFlightCalls.budgetLater`). Set only with a
-   * timeout.
-   */
-  fired = 0;
-  /**
-   * The circuit episode (the circuit's count of state changes) the call was admitted in: only calls
-   * of the current episode report to the circuit, and only trials of the current HALF_OPEN episode
-   * hold one of its trial slots.
+   * The circuit episode (its count of state changes) the call was admitted in: only calls of the
+   * current episode report to the circuit, and only trials of the current HALF_OPEN episode hold one
+   * of its trial slots.
    */
   readonly episode: number;
+  /** The call's signal, made on first read or at its abort. */
+  #controller: AbortController | undefined = undefined;
+  /** Its neighbours in the timeout list (see {@link TimeoutList}). */
+  timeoutPrev: Timed | undefined = undefined;
+  timeoutNext: Timed | undefined = undefined;
+  /** Its neighbours among the calls in flight (see {@link CallsInFlight}). */
+  flightPrev: Call | undefined = undefined;
+  flightNext: Call | undefined = undefined;
+
   /**
-   * Answers the caller: the resolve function of the caller's promise (a rejection resolves it with a
-   * rejected promise); `noop` when the caller's promise is derived from the action's.
+   * @param trial - admitted as a HALF_OPEN trial.
+   * @param resolve - answers the caller (a rejection resolves it with a rejected promise).
    */
-  resolve: (value: unknown) => void = noop;
   constructor(
-    readonly owner: CallOwner,
-    trial: boolean,
+    readonly parts: GuardParts,
     readonly args: unknown[],
-    episode: number,
+    readonly trial: boolean,
+    readonly resolve: (answer: unknown) => void,
   ) {
     super();
-    this.#flags = trial ? LIVE | TRIAL : LIVE;
-    this.episode = episode;
+    this.episode = parts.circuit.episode;
+    const timeoutMs = parts.timeoutMs;
+    this.deadline = timeoutMs === false ? Infinity : parts.clock.now() + timeoutMs;
   }
-  /** A trial call (admitted while HALF_OPEN). */
-  get trial(): boolean {
-    return (this.#flags & TRIAL) !== 0;
-  }
-  /** The {@link CallFlag} bits. */
-  get flags(): number {
-    return this.#flags;
-  }
+
   override get signal(): AbortSignal {
-    const abort = this.#abort;
-    if (abort instanceof AbortController) return abort.signal;
-    const controller = new AbortController();
-    if (abort !== undefined) controller.abort(abort.reason);
-    this.#abort = controller;
-    return controller.signal;
+    this.#controller ??= new AbortController();
+    return this.#controller.signal;
   }
+
   override hold(): PermitHold {
-    return this.owner._hold(this);
+    const state = this.state;
+    if (state.phase !== 'running' && state.phase !== 'timedOut') {
+      throw holdStateError(
+        'ctx.hold() must be called while the action runs, before it settles; this call has ended',
+      );
+    }
+    if (state.hold !== undefined) {
+      throw holdStateError('ctx.hold() was already called for this call');
+    }
+    const record: HoldRecord = { released: false, outcome: undefined };
+    state.hold = record;
+    return this.parts.holds.make(this, record);
   }
-  /** Aborts this call's signal (now, or as soon as it is created). */
-  _abort(reason: unknown): void {
-    const abort = this.#abort;
-    if (abort === undefined) this.#abort = new AbortedUnread(reason);
-    // (An AbortController already aborted keeps its first reason.)
-    else if (abort instanceof AbortController) abort.abort(reason);
-  }
-  /** Whether `flag` (one of {@link CallFlag}) is set. */
-  is(flag: number): boolean {
-    return (this.#flags & flag) !== 0;
-  }
-  /** Sets `flag` (one or more of {@link CallFlag}). */
-  mark(flag: number): void {
-    this.#flags |= flag;
-  }
-  /** Clears `flag` (one or more of {@link CallFlag}). */
-  unmark(flag: number): void {
-    this.#flags &= ~flag;
-  }
-  expire(): void {
-    this.owner._timeout(this);
-  }
+
+  /** The limiter queued the call (inside `acquireWith`). */
   queued(ticket: QueueTicket): void {
-    this.owner._queued(this, ticket);
+    this.state = { phase: 'queued', ticket };
   }
+
+  /** The limiter granted the call its permit, at once or after it waited: the action runs. */
   granted(permit: Permit): void {
-    this.owner._granted(this, permit);
+    const parts = this.parts;
+    if (parts.shut || parts.circuit.state === 'OPEN') this.#dismiss(permit);
+    else this.#run(permit);
   }
+
+  /**
+   * The limiter refused the call, at admission or while it waited (queue full, expired, …: reason
+   * `limit`), or the guard took it out of the queue when the circuit opened (`open`) or shut down.
+   * It never reached the downstream: not a breaker failure. (A call the guard took out of the queue
+   * at its timeout was answered already.)
+   */
   refused(error: LimitExceededError): void {
-    this.owner._refused(this, error);
+    const phase = this.state.phase;
+    if (phase !== 'asking' && phase !== 'queued') return;
+    const parts = this.parts;
+    this.#end();
+    parts.circuit.endTrial(this);
+    this.resolve(
+      parts.shut
+        ? Promise.reject(shutDownError())
+        : error.cause === SHED
+          ? parts.fallback.answer('open', this.args, new CircuitOpenError('OPEN'))
+          : parts.fallback.answer('limit', this.args, error),
+    );
+  }
+
+  /**
+   * The call's `timeoutMs` ran out (called by the timeout list). Still queued: it leaves the
+   * limiter's queue and its caller is answered `timeout` (it never reached the downstream: neither a
+   * breaker failure nor a limiter sample). Running: its caller is answered now, its signal aborts,
+   * the breaker counts a failure, and it keeps its permit until the action ends.
+   */
+  expire(): void {
+    const state = this.state;
+    const parts = this.parts;
+    const error = new CallTimeoutError(parts.timeoutMs as number);
+    if (state.phase === 'queued') {
+      this.#end();
+      // (The limiter answers the cancel with `refused`, which finds the call ended.)
+      state.ticket.cancel(error);
+      parts.circuit.endTrial(this);
+      this.resolve(parts.fallback.answer('timeout', this.args, error));
+    } else if (state.phase === 'running') {
+      const { permit, startedAt, hold } = state;
+      this.state = { phase: 'timedOut', permit, startedAt, hold };
+      this.#abort(error);
+      parts.circuit.failure(this, error);
+      this.resolve(parts.fallback.answer('timeout', this.args, error));
+    }
+  }
+
+  /**
+   * The guard shuts down: each of `calls` (calls in flight) has its signal aborted with `error`, its
+   * caller (if not answered yet) rejected with it, and its permit released. All of them end first,
+   * so that what an abort listener does (release a hold, fire again) finds nothing left of them.
+   */
+  static shutDown(calls: Iterable<Call>, error: unknown): void {
+    const ended: Array<[Call, Started]> = [];
+    for (const call of calls) {
+      const state = call.state;
+      if (state.phase !== 'running' && state.phase !== 'timedOut' && state.phase !== 'held')
+        continue;
+      ended.push([call, state]);
+      call.state = ENDED;
+    }
+    for (const [call, state] of ended) {
+      call.#abort(error);
+      if (state.phase === 'running') call.resolve(Promise.reject(error));
+      state.permit.ignore();
+    }
+  }
+
+  /** Its hold was released: a permit held past the action goes back now. */
+  holdReleased(record: HoldRecord): void {
+    const state = this.state;
+    // Still running: the permit goes back when the action settles, with the hold's outcome.
+    if (state.phase !== 'held' || state.hold !== record) return;
+    this.#end();
+    release(state.permit, record.outcome ?? state.outcome);
+  }
+
+  /**
+   * Its hold was garbage-collected unreleased.
+   * @returns the permit, if it was still held past the action (now released as `ignore`).
+   */
+  holdCollected(): Permit | undefined {
+    const state = this.state;
+    if (state.phase === 'held' && !state.hold.released) {
+      state.hold.released = true;
+      this.#end();
+      state.permit.ignore();
+      return state.permit;
+    }
+    // Still running: the hold is over, the permit goes back when the action settles.
+    if ((state.phase === 'running' || state.phase === 'timedOut') && state.hold !== undefined) {
+      state.hold.released = true;
+    }
+    return undefined;
+  }
+
+  /** Runs the action under `permit`. */
+  #run(permit: Permit): void {
+    const parts = this.parts;
+    this.state = { phase: 'running', permit, startedAt: parts.clock.now(), hold: undefined };
+    parts.inFlight.add(this);
+    let result: unknown;
+    let thenable: boolean;
+    try {
+      result = parts.action(this, ...this.args);
+      thenable = isThenable(result); // (inside the try: a `then` getter may throw too)
+    } catch (error) {
+      this.#threw(error);
+      return;
+    }
+    if (!thenable) {
+      this.#settled(undefined, result);
+      return;
+    }
+    try {
+      (result as PromiseLike<unknown>).then(
+        (value) => this.#settled(undefined, value),
+        (error: unknown) =>
+          this.#settled(error ?? new Error('action rejected with undefined'), undefined),
+      );
+    } catch (error) {
+      // A thenable whose then() throws: the action failed with that error (as `await` would have it).
+      this.#settled(error ?? new Error('then() threw undefined'), undefined);
+    }
+  }
+
+  /** The action threw before starting anything: its permit goes back at once, not a breaker failure. */
+  #threw(error: unknown): void {
+    const state = this.state;
+    if (state.phase !== 'running') return; // (the guard shut down from inside the action)
+    const parts = this.parts;
+    this.#end();
+    state.permit.ignore();
+    parts.circuit.endTrial(this);
+    this.resolve(parts.fallback.answer('error', this.args, error));
+  }
+
+  /** The action settled (possibly long after its caller was answered at the timeout). */
+  #settled(error: unknown, value: unknown): void {
+    const state = this.state;
+    if (state.phase !== 'running' && state.phase !== 'timedOut') return; // shut down meanwhile
+    const parts = this.parts;
+    const now = parts.clock.now();
+    parts.latency.record(now - state.startedAt, now);
+    if (state.phase === 'timedOut') {
+      // Answered and counted as a breaker failure at its timeout; the permit goes back now, as congestion.
+      this.#end();
+      state.permit.dropped();
+      return;
+    }
+    const outcome = this.#classify(error, value);
+    const hold = state.hold;
+    if (hold !== undefined && !hold.released && error === undefined) {
+      // The work goes on past the action: the permit goes back at the hold's release.
+      this.state = { phase: 'held', permit: state.permit, outcome, hold };
+      parts.timeouts?.remove(this);
+    } else {
+      this.#end();
+      release(state.permit, hold?.outcome ?? outcome);
+    }
+    if (outcome === 'success') parts.circuit.success(this);
+    else if (outcome !== 'ignore') parts.circuit.failure(this, error);
+    else parts.circuit.endTrial(this);
+    this.resolve(error === undefined ? value : parts.fallback.answer('error', this.args, error));
+  }
+
+  /**
+   * A granted call that must not run: its permit goes back unused. Its caller gets `SHUTDOWN` (a
+   * shared limiter outlives the guard), or the `open` answer (granted while the circuit was opening).
+   */
+  #dismiss(permit: Permit): void {
+    const parts = this.parts;
+    const answer = parts.shut
+      ? Promise.reject(shutDownError())
+      : parts.fallback.answer('open', this.args, new CircuitOpenError('OPEN'));
+    this.#end();
+    permit.ignore();
+    parts.circuit.endTrial(this);
+    this.resolve(answer);
+  }
+
+  /** The outcome of a settled action: the `classify` option's, else limits-core's default. */
+  #classify(error: unknown, value: unknown): Outcome {
+    let outcome: Outcome | undefined;
+    try {
+      outcome = this.parts.classify?.(error, value);
+    } catch {
+      outcome = undefined;
+    }
+    return outcome ?? defaultClassify(error);
+  }
+
+  /** Nothing is left to do for the call: out of the timeout list and of the calls in flight. */
+  #end(): void {
+    this.state = ENDED;
+    this.parts.timeouts?.remove(this);
+    this.parts.inFlight.remove(this);
+  }
+
+  /** Aborts the call's signal (the first reason stays). */
+  #abort(reason: unknown): void {
+    this.#controller ??= new AbortController();
+    this.#controller.abort(reason);
   }
 }
 
 /**
- * The caller's promise of `call`, answered through `call.resolve`. A closure per call, where a shared
- * executor writing into the guard saved that allocation: the guard outlives its calls, so each of
- * those writes went through V8's write barrier, and valgrind counts fewer machine instructions per
- * call this way (`bench/instructions.mjs`, bench/RESULTS.md "Session 8").
+ * A guard's calls in flight (their action started, their permit not back yet), for `shutdown()`.
+ * Linked through the calls: a Set in its place cost the guard's 10,000-at-once row about 40 % more
+ * machine instructions per call (`bench/instructions.mjs`).
  */
-export function callerPromise<R>(call: Call): Promise<R> {
-  return new Promise<R>((resolve) => {
-    call.resolve = resolve as (value: unknown) => void;
-  });
+export class CallsInFlight {
+  #head: Call | undefined = undefined;
+
+  /** Adds `call`. */
+  add(call: Call): void {
+    const head = this.#head;
+    call.flightPrev = undefined;
+    call.flightNext = head;
+    if (head !== undefined) head.flightPrev = call;
+    this.#head = call;
+  }
+
+  /** Takes `call` out (if listed). */
+  remove(call: Call): void {
+    if (call.flightPrev === undefined && this.#head !== call) return;
+    if (call.flightPrev === undefined) this.#head = call.flightNext;
+    else call.flightPrev.flightNext = call.flightNext;
+    if (call.flightNext !== undefined) call.flightNext.flightPrev = call.flightPrev;
+    call.flightPrev = undefined;
+    call.flightNext = undefined;
+  }
+
+  /** Takes every call out. @returns them, newest first. */
+  takeAll(): Call[] {
+    const calls: Call[] = [];
+    while (this.#head !== undefined) {
+      calls.push(this.#head);
+      this.remove(this.#head);
+    }
+    return calls;
+  }
+}
+
+/** Releases `permit` with `outcome`. */
+function release(permit: Permit, outcome: Outcome): void {
+  if (outcome === 'success') permit.success();
+  else if (outcome === 'dropped') permit.dropped();
+  else if (outcome === 'failure') permit.failure();
+  else permit.ignore();
+}
+
+/** Whether `value` is a thenable (reads `then` once; a getter that throws, throws). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** A call's hold (`ctx.hold()`). It references its call; nothing of the guard's references it. */
+class Hold implements PermitHold {
+  readonly #call: Call;
+  readonly #record: HoldRecord;
+  readonly #holds: Holds;
+
+  constructor(call: Call, record: HoldRecord, holds: Holds) {
+    this.#call = call;
+    this.#record = record;
+    this.#holds = holds;
+  }
+
+  release(outcome?: Outcome): void {
+    if (outcome !== undefined) checkOutcome(outcome);
+    const record = this.#record;
+    if (record.released) return;
+    record.released = true;
+    if (outcome !== undefined) record.outcome = outcome;
+    this.#holds.forget(this);
+    this.#call.holdReleased(record);
+  }
+}
+
+/**
+ * The holds of one guard's calls. Each hold is registered with a `FinalizationRegistry`: a hold
+ * collected unreleased releases its permit as `ignore` and is reported on the limiter's `leak` event
+ * (and once per guard as a process warning), like a leaked permit.
+ */
+export class Holds {
+  readonly #limiter: Limiter;
+  #registry: FinalizationRegistry<Call> | undefined = undefined;
+  #warned = false;
+
+  /** @param limiter - the guard's limiter, whose `leak` event reports a hold collected unreleased. */
+  constructor(limiter: Limiter) {
+    this.#limiter = limiter;
+  }
+
+  /** A new hold of `call`. */
+  make(call: Call, record: HoldRecord): PermitHold {
+    const hold = new Hold(call, record, this);
+    if (typeof FinalizationRegistry === 'function') {
+      this.#registry ??= new FinalizationRegistry((held) => this.#collected(held));
+      this.#registry.register(hold, call, hold);
+    }
+    return hold;
+  }
+
+  /** `hold` was released: it no longer needs watching. */
+  forget(hold: PermitHold): void {
+    this.#registry?.unregister(hold);
+  }
+
+  /** A hold of `call` was collected (from the collector's cleanup task). */
+  #collected(call: Call): void {
+    const permit = call.holdCollected();
+    if (permit !== undefined) this.#report(permit);
+  }
+
+  /** Reports a reclaimed hold: the limiter's `leak` event, and a process warning once per guard. */
+  #report(permit: Permit): void {
+    const limiter = this.#limiter;
+    try {
+      if (limiter.listenerCount('leak') > 0) {
+        limiter.emit('leak', { cost: permit.cost, heldMs: Number.NaN });
+      }
+      if (!this.#warned) {
+        this.#warned = true;
+        const proc = (globalThis as { process?: { emitWarning?: (...a: unknown[]) => void } })
+          .process;
+        proc?.emitWarning?.call(
+          proc,
+          'limits: a permit held with ctx.hold() was garbage-collected before release() was ' +
+            'called; its capacity was reclaimed (released as ignore). (Reported once per guard.)',
+          { code: 'LIMITS_PERMIT_LEAK', type: 'LimitsWarning' },
+        );
+      }
+    } catch {
+      // A report that fails must not stop the reclaim (it is done).
+    }
+  }
 }

@@ -1,22 +1,19 @@
-import { LimitsError } from 'limits-core';
-import type { PermitHold } from './PermitHold.js';
+import { LimitsError, type Outcome } from 'limits-core';
 
 /**
- * What a guarded action receives as its first argument. Reading `signal` creates the call's own
- * AbortController on first use: on Node 20 creating an AbortSignal costs several microseconds — more
- * than the rest of the guard — so an action that never looks at it does not pay for it. The object
- * the guard passes is its own record of the call (a subclass, so a call costs one object): `signal`
- * and `hold()` are the API; any other property on it is internal and may change.
+ * What a guarded action receives as its first argument: the call's own `signal`, and `hold()` to keep
+ * the call's permit past the action's end. Any other property on the object the guard passes is
+ * internal and may change.
  *
  * A `CallContext` made with `new` (to call an action outside a guard, e.g. in a test) has a signal
  * that never aborts, and cannot hold.
  */
 export class CallContext {
-  // No fields here: V8 skips the constructor of a class without field initializers when it builds
-  // the guard's subclass. With a field of its own, every call's construction made a generic call into
-  // this constructor (bench/RESULTS.md, "Session 12"). The guard's calls keep their state themselves.
-
-  /** This call's signal: aborted when the call times out or the guard shuts down. */
+  /**
+   * This call's signal: aborted when the call times out or the guard shuts down. Made on first read:
+   * an AbortController costs several microseconds on Node 20, far more than the rest of a guarded
+   * call, so an action that never reads it does not pay for it.
+   */
   get signal(): AbortSignal {
     let controller = bareControllers.get(this);
     if (controller === undefined) {
@@ -59,3 +56,20 @@ export class CallContext {
 
 /** The signals of contexts made with `new CallContext()` (never aborted). */
 const bareControllers = new WeakMap<CallContext, AbortController>();
+
+/**
+ * The permit of a guarded call, kept past the end of its action (see {@link CallContext.hold}): a
+ * response body still streaming is work in flight. Release it exactly when that work ends.
+ */
+export interface PermitHold {
+  /**
+   * Releases the held permit. The first call wins; later calls do nothing, as do calls after the
+   * permit went back another way (the action failed or timed out, the guard shut down).
+   * @param outcome - how the held work ended, for the limiter (the breaker was judged when the action
+   *   settled). @default the outcome the guard gave the action when it settled (its `classify`), or
+   *   that outcome later when released while the action still runs.
+   * @throws TypeError/RangeError for an outcome that is not `success`, `dropped`, `failure` or
+   *   `ignore` (the permit stays held).
+   */
+  release(outcome?: Outcome): void;
+}

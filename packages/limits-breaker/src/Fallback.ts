@@ -1,42 +1,43 @@
-import type { Circuit } from './circuit/Circuit.js';
-import type { FallbackCause, FallbackReason, GuardOptions } from './types.js';
+import type { EventEmitter } from 'eventemitter3';
+import type { OpossumCircuit } from './OpossumCircuit.js';
+import type { FallbackCause, FallbackReason, GuardEvents } from './types.js';
+
+/** The `fallback` option: `fallback(cause, ...args)`. */
+export type FallbackFunction = (cause: FallbackCause, ...args: unknown[]) => unknown;
 
 /**
- * @internal How the guard answers a call that did not succeed: the `fallback` event (when someone
- * listens), then the `fallback` option's result, or the error itself without one. A fallback that
- * returns is counted in the circuit's `fallbacks` (as opossum's own fallback is).
+ * How the guard answers a call that did not succeed: the `fallback` event (when someone listens),
+ * then the `fallback` option's result, or the error itself without one. A fallback that returns is
+ * counted in the circuit's `fallbacks` (as opossum's own fallback is).
  */
-export class Fallback<A extends unknown[], R> {
-  readonly #fallback: GuardOptions<A, R>['fallback'];
-  readonly #circuit: Circuit;
-  readonly #listened: () => boolean;
-  readonly #emit: (cause: FallbackCause) => void;
+export class Fallback {
+  readonly #fallback: FallbackFunction | undefined;
+  readonly #circuit: OpossumCircuit;
+  readonly #events: EventEmitter<GuardEvents>;
 
   /**
-   * @param listened - whether someone listens to the guard's `fallback` event.
-   * @param emit - emits it (listener errors isolated).
+   * @param events - the guard, whose `fallback` event is emitted (its `emit` reports a listener's
+   *   error instead of throwing it).
    */
   constructor(
-    fallback: GuardOptions<A, R>['fallback'],
-    circuit: Circuit,
-    listened: () => boolean,
-    emit: (cause: FallbackCause) => void,
+    fallback: FallbackFunction | undefined,
+    circuit: OpossumCircuit,
+    events: EventEmitter<GuardEvents>,
   ) {
     this.#fallback = fallback;
     this.#circuit = circuit;
-    this.#listened = listened;
-    this.#emit = emit;
+    this.#events = events;
   }
 
   /** The caller's answer for a call that failed with `error` for `reason`. */
-  answer(reason: FallbackReason, args: A, error: unknown): Promise<R> {
+  answer(reason: FallbackReason, args: unknown[], error: unknown): Promise<unknown> {
     const fallback = this.#fallback;
-    const listened = this.#listened();
+    const listened = this.#events.listenerCount('fallback') > 0;
     if (fallback === undefined && !listened) return Promise.reject(error);
     const cause = { reason, error } as FallbackCause;
-    if (listened) this.#emit(cause);
+    if (listened) this.#events.emit('fallback', cause);
     if (fallback === undefined) return Promise.reject(error);
-    let result: R | PromiseLike<R>;
+    let result: unknown;
     try {
       result = fallback(cause, ...args);
     } catch (fallbackError) {

@@ -1,10 +1,9 @@
 import type { Clock } from 'limits-core';
 
 /**
- * @internal An injected clock made monotonic for the guard: a backward jump is absorbed (the time
- * goes on from where it was), so the calls' budgets, start times and the timeout list's order do not
- * depend on it. Without it, every budget started after a jump of −1 h ended an hour late (the guard
- * never lets a budget start before an earlier one's). Timers are the clock's own: they take relative
+ * An injected clock made monotonic for the guard: a backward jump is absorbed (the time goes on from
+ * where it was), so the calls' deadlines stay in `fire()` order (the timeout list relies on it) and
+ * a jump of −1 h neither delays nor hastens a timeout. Timers are the clock's own: they take relative
  * delays. The system clock (`performance.now()`) is monotonic already and is used as it is.
  */
 export class MonotonicClock implements Clock {

@@ -38,3 +38,13 @@ export class CallTimeoutError extends LimitsError {
     this.timeoutMs = timeoutMs;
   }
 }
+
+/** The error of a call answered because the guard shut down: `code` `SHUTDOWN`. */
+export function shutDownError(): LimitsError {
+  return new LimitsError('SHUTDOWN', 'limits: guard shut down');
+}
+
+/** `ctx.hold()` called when the call cannot hold: `code` `HOLD_STATE`. */
+export function holdStateError(message: string): LimitsError {
+  return new LimitsError('HOLD_STATE', `limits: ${message}`);
+}

@@ -1,37 +1,24 @@
-import {
-  type AcquireOptions,
-  type Classify,
-  type Clock,
-  defaultClassify,
-  formatValue,
-  type LimitExceededError,
-  type Limiter,
-  LimitsError,
-  type Outcome,
-  type Permit,
-  type QueueTicket,
-  systemClock,
-} from 'limits-core';
-import { Call, CallFlag, type CallOwner, callerPromise, noop } from './Call.js';
-import type { CallContext } from './CallContext.js';
-import type { Circuit, CircuitOwner } from './circuit/Circuit.js';
-import { OpossumCircuit } from './circuit/OpossumCircuit.js';
-import { CallTimeoutError, CircuitOpenError } from './errors.js';
+import { EventEmitter } from 'eventemitter3';
+import { type AcquireOptions, type Limiter, systemClock } from 'limits-core';
+import { Call, CallsInFlight, type GuardParts, Holds, SHED } from './Call.js';
+import { CircuitOpenError, shutDownError } from './errors.js';
 import { Fallback } from './Fallback.js';
-import { GuardEmitter } from './GuardEmitter.js';
-import { InFlightCalls } from './InFlightCalls.js';
-import { isThenable } from './isThenable.js';
 import { LatencyWindow } from './LatencyWindow.js';
 import { MonotonicClock } from './MonotonicClock.js';
+import { OpossumCircuit } from './OpossumCircuit.js';
 import type { OpossumBreaker } from './opossum.js';
-import { checkGuardOptions, ownLimiter, ownOnSystemClock } from './options.js';
-import type { PermitHold } from './PermitHold.js';
-import type { CircuitState, GuardedAction, GuardOptions, GuardStats } from './types.js';
+import { checkAction, checkGuardOptions, ownLimiter } from './options.js';
+import { TimeoutList } from './TimeoutList.js';
+import type {
+  CircuitState,
+  GuardEvents,
+  GuardedAction,
+  GuardOptions,
+  GuardStats,
+} from './types.js';
 
-const EMPTY_ARGS: unknown[] = [];
-const shutDownError = () => new LimitsError('SHUTDOWN', 'limits: guard shut down');
-/** The cause of the refusal of a queued call taken out of the queue by the circuit opening. */
-const SHED: unique symbol = Symbol('limits: shed when the circuit opened');
+/** The limiter's events a guard re-emits. */
+type ForwardedEvent = 'limit' | 'reject' | 'release';
 
 /**
  * A circuit breaker (opossum) layered over a limiter. Per call: OPEN → fail fast without touching the
@@ -39,59 +26,56 @@ const SHED: unique symbol = Symbol('limits: shed when the circuit opened');
  * `limit` and never counts as a breaker failure); then run the action with its own abort signal.
  * Create one with {@link guard}.
  */
-export class Guard<A extends unknown[], R> extends GuardEmitter implements CallOwner, CircuitOwner {
+export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   /** The limiter in front of the action. */
   readonly limiter: Limiter;
   /** The opossum instance (its state machine, rolling window, volume threshold, reset timeout). */
   readonly breaker: OpossumBreaker;
-  readonly #circuit: Circuit;
-  readonly #action: GuardedAction<A, R>;
-  readonly #fallback: Fallback<A, R>;
-  readonly #classify: Classify | undefined;
+  /** What the guard's calls share. */
+  readonly #parts: GuardParts;
+  /** The `acquire` option, passed to the limiter with each call. */
   readonly #acquire: AcquireOptions | undefined;
-  readonly #timeoutMs: number | false;
-  readonly #clock: Clock;
-  readonly #latency: LatencyWindow;
+  /** Whether the limiter is the guard's own (closed by `shutdown()`). */
   readonly #ownsLimiter: boolean;
-  /** Calls in flight. */
-  readonly #calls: InFlightCalls;
-  #shut = false;
-  /** The answer of a call refused at admission, inside `acquireWith` (taken at once by `fire`). */
-  #refusal: Promise<R> | undefined = undefined;
+  /** The limiter events forwarded so far, each with what stops it. */
+  readonly #forwarded = new Map<ForwardedEvent, () => void>();
 
   /**
-   * @internal Use {@link guard}.
+   * Use {@link guard}.
    * @throws TypeError/RangeError for a bad option (before anything is built).
    */
   constructor(action: GuardedAction<A, R>, options: GuardOptions<A, R> = {}) {
     super();
-    if (typeof action !== 'function') {
-      throw new TypeError(`limits: guard(action) needs a function, got ${formatValue(action)}`);
-    }
+    checkAction(action);
     const o = checkGuardOptions(options);
-    this.#action = action;
-    this.#classify = o.classify as Classify | undefined;
+    const clock = o.clock === undefined ? systemClock : new MonotonicClock(o.clock);
     this.#acquire = o.acquire;
-    this.#clock = o.clock === undefined ? systemClock : new MonotonicClock(o.clock);
-    this.#timeoutMs = o.timeoutMs;
     this.#ownsLimiter = o.limiter === undefined;
-    this.limiter = o.limiter ?? ownLimiter(o, o.clock);
-    const circuit = new OpossumCircuit(this, o);
-    this.#circuit = circuit;
-    this.breaker = circuit.breaker;
-    this.#fallback = new Fallback<A, R>(
-      o.fallback as GuardOptions<A, R>['fallback'],
-      circuit,
-      () => this.listenerCount('fallback') > 0,
-      (cause) => this._emitSafely('fallback', cause),
+    this.limiter = o.limiter ?? ownLimiter(o);
+    const circuit = new OpossumCircuit(
+      o,
+      (from, to) => this.#stateChanged(from, to),
+      (error) => this.emit('error', error),
     );
-    this.#calls = new InFlightCalls(this.#clock, o.timeoutMs, this.limiter, ownOnSystemClock(o));
-    this.#latency = new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => this.#clock.now());
+    this.breaker = circuit.breaker;
+    this.#parts = {
+      action: action as GuardParts['action'],
+      classify: o.classify,
+      clock,
+      circuit,
+      fallback: new Fallback(o.fallback, circuit, this),
+      timeoutMs: o.timeoutMs,
+      timeouts: o.timeoutMs === false ? undefined : new TimeoutList(clock),
+      inFlight: new CallsInFlight(),
+      latency: new LatencyWindow(o.latencyWindowMs, o.latencyBuckets, () => clock.now()),
+      holds: new Holds(this.limiter),
+      shut: false,
+    };
   }
 
   /** The circuit state. */
   get state(): CircuitState {
-    return this.#circuit.state;
+    return this.#parts.circuit.state;
   }
 
   /**
@@ -100,278 +84,160 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
    * @throws (rejects) `CircuitOpenError`, `LimitExceededError`, `CallTimeoutError` or the action's
    *   error when there is no fallback; whatever the fallback throws when there is one.
    */
-  fire(...args: A): Promise<R>;
-  fire(): Promise<R> {
-    // No rest parameter (an array per call, an empty one too, wherever fire() is not inlined).
-    // biome-ignore lint/complexity/noArguments: read in place, never materialised
-    const n = arguments.length;
-    const args = (n === 0 ? EMPTY_ARGS : new Array(n)) as A;
-    // biome-ignore lint/complexity/noArguments: read in place, never materialised
-    for (let i = 0; i < n; i++) args[i] = arguments[i];
-    if (this.#shut) return Promise.reject(shutDownError());
-    const circuit = this.#circuit;
+  fire(...args: A): Promise<R> {
+    const parts = this.#parts;
+    if (parts.shut) return Promise.reject(shutDownError());
+    const circuit = parts.circuit;
     let trial = false;
     if (circuit.state !== 'CLOSED') {
-      if (!circuit.admitTrial())
-        return this.#fallback.answer('open', args, new CircuitOpenError(circuit.state));
+      // OPEN, or HALF_OPEN with every trial slot taken: fail fast, without touching the limiter.
+      if (!circuit.admitTrial()) {
+        return parts.fallback.answer(
+          'open',
+          args,
+          new CircuitOpenError(circuit.state),
+        ) as Promise<R>;
+      }
       trial = true;
     }
-    const call = new Call(this, trial, args, circuit.episode);
-    // (The `acquire` option was checked at construction: this does not throw.)
-    const permit = this.limiter.acquireWith(call, this.#acquire);
-    if (permit !== undefined) {
-      const fired = this.#timeoutMs === false ? Number.NaN : this.#calls.budget(call, permit);
-      return this.#start(call, permit, fired) as Promise<R>;
-    }
-    const refusal = this.#refusal;
-    if (refusal !== undefined) {
-      // Refused at admission, before acquireWith returned (see `_refused`).
-      this.#refusal = undefined;
-      return refusal;
-    }
-    // Queued: the call waits in the limiter's queue; one promise answers the caller. Its budget
-    // counts from the end of this synchronous run (`budgetLater`; it leaves the timeout list on every
-    // path). (A call a selector granted during admission runs already: LIVE, not answered.)
-    if (this.#timeoutMs !== false && !call.is(CallFlag.ANSWERED)) this.#calls.budgetLater(call);
-    return callerPromise<R>(call);
-  }
-
-  /** @internal The action of `call` called `ctx.hold()` (see `CallContext.hold`). */
-  _hold(call: Call): PermitHold {
-    return this.#calls.holds.hold(call);
-  }
-
-  /** @internal The limiter queued `call`: it keeps its ticket (its timeout cancels the wait). */
-  _queued(call: Call, ticket: QueueTicket): void {
-    call.permit = ticket;
-    call.mark(CallFlag.WAITING);
-  }
-
-  /**
-   * @internal The limiter granted a queued call its permit. (Small, with the rare cases in
-   * `#dismiss`: V8 inlines it, and the two calls that lead here, into the limiter's dispatch loop.)
-   */
-  _granted(call: Call, permit: Permit): void {
-    call.unmark(CallFlag.WAITING);
-    if (this.#shut || this.#circuit.state === 'OPEN') this.#dismiss(call, permit);
-    else this.#start(call, permit);
-  }
-
-  /**
-   * A granted call that must not run: its permit goes back unused. Its caller gets `SHUTDOWN` (a
-   * shared limiter outlives the guard: a late grant goes straight back), or the `open` answer (granted
-   * while the circuit was opening, by a waiter shed just before).
-   */
-  #dismiss(call: Call, permit: Permit): void {
-    const answer = this.#shut
-      ? Promise.reject<R>(shutDownError())
-      : this.#fallback.answer('open', call.args as A, new CircuitOpenError('OPEN'));
-    permit.ignore();
-    this.#calls.untime(call);
-    this.#circuit.endTrial(call);
-    call.mark(CallFlag.ANSWERED);
-    call.resolve(answer);
-  }
-
-  /**
-   * @internal The limiter refused a call (at admission or while it waited): reason `limit`; or the
-   * circuit opened while it waited: `open`; or its `timeoutMs` budget ran out while it waited:
-   * `timeout` (the `CallTimeoutError` is the refusal's cause). None reached the downstream: none is a
-   * breaker failure, and a trial frees its slot only in its own HALF_OPEN episode.
-   */
-  _refused(call: Call, error: LimitExceededError): void {
-    call.unmark(CallFlag.WAITING);
-    this.#calls.untime(call);
-    this.#circuit.endTrial(call);
-    call.mark(CallFlag.ANSWERED);
-    const args = call.args as A;
-    const answer = this.#shut
-      ? Promise.reject<R>(shutDownError())
-      : call.is(CallFlag.TIMED_OUT)
-        ? this.#fallback.answer('timeout', args, error.cause as CallTimeoutError)
-        : error.reason === 'aborted' && error.cause === SHED
-          ? this.#fallback.answer('open', args, new CircuitOpenError('OPEN'))
-          : this.#fallback.answer('limit', args, error);
-    // Refused at admission: `fire` has no promise for the caller yet and returns this one.
-    if (call.resolve === noop) this.#refusal = answer;
-    else call.resolve(answer);
+    return new Promise<R>((resolve) => {
+      const call = new Call(parts, args, trial, resolve as (answer: unknown) => void);
+      parts.timeouts?.add(call);
+      // A permit now, or later `call.granted(permit)` or `call.refused(error)`.
+      const permit = this.limiter.acquireWith(call, this.#acquire);
+      if (permit !== undefined) call.granted(permit);
+    });
   }
 
   /** Counts, limiter snapshot and latency percentiles. */
   stats(): GuardStats {
+    const { circuit, latency } = this.#parts;
     return {
-      state: this.#circuit.state,
-      breaker: this.#circuit.stats(),
+      state: circuit.state,
+      breaker: circuit.stats(),
       limiter: this.limiter.snapshot(),
-      latency: this.#latency.summary(),
-      trials: this.#circuit.trials,
+      latency: latency.summary(),
+      trials: circuit.trials,
     };
   }
 
   /**
-   * Shuts the guard down: no new calls; every call in flight is aborted (its signal fires) and its
-   * permit released; with a `timeoutMs` its caller is rejected at once (code `SHUTDOWN`), without one
-   * the caller's promise follows the action (derived from it), which the aborted signal should end.
-   * opossum is shut down; the timeout timer and list and every listener the guard added are removed;
-   * an own limiter is closed. Calls still waiting for a permit leave the limiter's queue at once (a
-   * shared one too) and are answered `SHUTDOWN`. An action that ignores its signal keeps running,
-   * but holds nothing of the guard's any more.
+   * Shuts the guard down: no new calls; calls still waiting for a permit leave the limiter's queue (a
+   * shared one's too), and every call in flight is aborted (its signal fires) and its permit
+   * released; every caller not answered yet is rejected at once (code `SHUTDOWN`). opossum is shut
+   * down; the timeout timer and every listener the guard added are removed; an own limiter is
+   * closed. An action that ignores its signal keeps running, but holds nothing of the guard's any
+   * more.
    */
   async shutdown(): Promise<void> {
-    if (this.#shut) return;
-    this.#shut = true;
-    this.#shed(); // (each queued call is answered SHUTDOWN through `_refused`)
-    this.#calls.abortAll(shutDownError());
-    for (const off of this._unsubscribe) off();
-    this.#circuit.shutdown();
+    const parts = this.#parts;
+    if (parts.shut) return;
+    parts.shut = true;
+    this.#shed(); // (each is answered SHUTDOWN)
+    parts.timeouts?.clear();
+    Call.shutDown(parts.inFlight.takeAll(), shutDownError());
+    for (const stop of this.#forwarded.values()) stop();
+    this.#forwarded.clear();
+    parts.circuit.shutdown();
     if (this.#ownsLimiter) await this.limiter.close();
   }
 
   /**
-   * Runs the action of `call` under `permit`. A call that waited in the queue already has its caller's
-   * promise (`call.resolve`): it is answered through it, and this returns `undefined`. A call that got
-   * its permit at once gets its promise here (returned), derived from the action's when there is no
-   * timeout to answer it earlier. `fired`: the budget's start of a timed call granted in `fire()`.
+   * Subscribes like eventemitter3's `on`. The limiter's `limit`, `reject` and `release` events are
+   * forwarded only once someone listens to them here (a `release` listener makes the limiter time
+   * every call, which a guard nobody charts should not pay for).
    */
-  #start(call: Call, permit: Permit, fired = Number.NaN): Promise<R> | undefined {
-    call.permit = permit;
-    const queued = call.resolve !== noop;
-    const args = call.args as A;
-    let result: R | PromiseLike<R>;
-    let thenable: boolean;
-    try {
-      // A call without arguments skips the spread (a builtin call of its own).
-      result =
-        args.length === 0
-          ? (this.#action as unknown as (ctx: CallContext) => R | PromiseLike<R>)(call)
-          : this.#action(call, ...args);
-      // (Inside the try: a `then` getter may throw too.)
-      thenable = isThenable(result);
-    } catch (error) {
-      // Threw before starting anything: the permit goes back at once, the breaker does not count it.
-      permit.ignore();
-      this.#calls.untime(call);
-      this.#circuit.endTrial(call);
-      call.mark(CallFlag.ANSWERED);
-      const answer = this.#fallback.answer('error', args, error);
-      if (!queued) return answer;
-      call.resolve(answer);
-      return undefined;
-    }
-    if (!thenable) {
-      this.#calls.track(call, fired);
-      call.mark(CallFlag.ANSWERED);
-      this.#settled(call, undefined, result);
-      if (!queued) return Promise.resolve(result);
-      call.resolve(result);
-      return undefined;
-    }
-    if (this.#timeoutMs === false && !queued) {
-      // Without a timeout the caller is answered exactly when the action settles: derive its promise
-      // from the action's instead of making a second one.
-      this.#calls.track(call, fired);
-      call.mark(CallFlag.ANSWERED);
-      return Promise.resolve(result).then(
-        (value) => {
-          this.#settled(call, undefined, value);
-          return value;
-        },
-        (error: unknown) => {
-          this.#settled(call, error ?? new Error('action rejected with undefined'), undefined);
-          return this.#fallback.answer('error', args, error);
-        },
-      );
-    }
-    let promise: Promise<R> | undefined;
-    if (!queued) {
-      promise = callerPromise<R>(call);
-    }
-    this.#calls.track(call, fired);
-    try {
-      (result as PromiseLike<R>).then(
-        (value) => this.#settled(call, undefined, value),
-        (error: unknown) =>
-          this.#settled(call, error ?? new Error('action rejected with undefined'), undefined),
-      );
-    } catch (error) {
-      // A thenable whose then() throws: the action failed with that error (as `await` would have
-      // it), and its caller is answered now, through `call.resolve`.
-      this.#settled(call, error ?? new Error('then() threw undefined'), undefined);
-    }
-    return promise;
+  override on<T extends EventEmitter.EventNames<GuardEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<GuardEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#forward(event);
+    return super.on(event, fn, context);
   }
 
-  /** The action settled (possibly long after its caller timed out). */
-  #settled(call: Call, error: unknown, value: unknown): void {
-    if (!call.is(CallFlag.LIVE)) return; // shut down meanwhile: already released
-    call.unmark(CallFlag.LIVE);
-    const held = this.#calls.untrack(call, error === undefined);
-    const now = this.#clock.now();
-    this.#latency.record(now - call.start, now);
-    const permit = call.permit as Permit;
-    if (call.is(CallFlag.TIMED_OUT)) {
-      // Counted as a breaker failure when it timed out; now the permit can go back, as congestion.
-      permit.dropped();
-      return;
+  /** Like {@link Guard.on}, once. */
+  override once<T extends EventEmitter.EventNames<GuardEvents>>(
+    event: T,
+    fn: EventEmitter.EventListener<GuardEvents, T>,
+    context?: unknown,
+  ): this {
+    this.#forward(event);
+    return super.once(event, fn, context);
+  }
+
+  /**
+   * Emits one of the guard's events. A listener that throws never throws into the guard, the limiter
+   * or opossum, so the guard's state stays consistent and every caller is answered: its error is
+   * reported as an `error` event. An `error` nobody listens to here goes to the limiter's `error`
+   * event; without a listener there either (or when an `error` listener throws), it is rethrown on a
+   * microtask, as the limiter does with its own listeners' errors.
+   */
+  override emit<T extends EventEmitter.EventNames<GuardEvents>>(
+    event: T,
+    ...args: EventEmitter.EventArgs<GuardEvents, T>
+  ): boolean {
+    if (event === 'error') {
+      this.#report(args[0]);
+      return true;
     }
-    let outcome: Outcome | undefined;
     try {
-      outcome = this.#classify?.(error, value);
+      return super.emit(event, ...args);
+    } catch (error) {
+      this.#report(error);
+      return true;
+    }
+  }
+
+  /** Reports `error` (see {@link Guard.emit}). */
+  #report(error: unknown): void {
+    try {
+      if (this.listenerCount('error') > 0) {
+        super.emit('error', error);
+        return;
+      }
+      if (this.limiter.listenerCount('error') > 0) {
+        this.limiter.emit('error', error);
+        return;
+      }
     } catch {
-      outcome = undefined;
+      // An error listener that throws: rethrown below, like any listener error nobody handles.
     }
-    outcome ??= defaultClassify(error);
-    // (A held permit goes back at its hold's release.)
-    this.#calls.release(call, held, outcome, now);
-    if (outcome === 'success') this.#circuit.success(call);
-    else if (outcome !== 'ignore') this.#circuit.failure(call, error);
-    else this.#circuit.endTrial(call);
-    // A caller already answered (by a derived promise, or at its timeout) is not answered again.
-    if (call.is(CallFlag.ANSWERED)) return;
-    call.mark(CallFlag.ANSWERED);
-    if (error === undefined) call.resolve(value);
-    else call.resolve(this.#fallback.answer('error', call.args as A, error));
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
+
+  /** Forwards the limiter's `event` (once). */
+  #forward(event: string): void {
+    if (event !== 'limit' && event !== 'reject' && event !== 'release') return;
+    if (this.#forwarded.has(event)) return;
+    const limiter = this.limiter as unknown as EventEmitter;
+    const relay = (payload: unknown): void => {
+      this.emit(event, payload as never);
+    };
+    limiter.on(event, relay);
+    this.#forwarded.set(event, () => limiter.off(event, relay));
   }
 
   /**
-   * @internal The call's `timeoutMs` budget (from `fire()`) ran out. Still waiting for a permit: it
-   * leaves the limiter's queue now and its caller is answered `timeout` (through `_refused`; not a
-   * breaker failure, not a limiter sample: it never reached the downstream). Running: its caller is
-   * answered now, its signal aborts, the breaker counts a failure, and it keeps its permit until the
-   * action ends (then released as dropped).
+   * The circuit changed state. On opening, every call still waiting for a permit leaves the limiter's
+   * queue and is answered `open`, all synchronously: none runs against the failing dependency.
    */
-  _timeout(call: Call): void {
-    if (call.is(CallFlag.ANSWERED)) return;
-    call.mark(CallFlag.TIMED_OUT);
-    const error = new CallTimeoutError(this.#timeoutMs as number);
-    if (call.is(CallFlag.WAITING)) {
-      (call.permit as QueueTicket).cancel(error);
-      return;
-    }
-    call.mark(CallFlag.ANSWERED);
-    call._abort(error);
-    this.#circuit.failure(call, error);
-    call.resolve(this.#fallback.answer('timeout', call.args as A, error));
-  }
-
-  /**
-   * @internal The circuit changed state (a new episode): on opening, every call still waiting for a
-   * permit leaves the limiter's queue and is answered `open` (through `_refused`; a waiter granted by
-   * a refusal meanwhile, through `_granted`), all synchronously. No call can queue meanwhile.
-   */
-  _stateChanged(from: CircuitState, to: CircuitState): void {
+  #stateChanged(from: CircuitState, to: CircuitState): void {
     if (to === 'OPEN') this.#shed();
-    if (this.listenerCount('state') > 0) this._emitSafely('state', { from, to });
+    if (this.listenerCount('state') > 0) this.emit('state', { from, to });
   }
 
   /**
    * Takes this guard's calls out of the limiter's queue, oldest first (a shared limiter holds other
-   * requests too): each is answered through `_refused` (`open`, or `SHUTDOWN` once shut down), all
-   * synchronously; a waiter granted by a refusal meanwhile goes through `_granted`.
+   * requests too): each is refused with cause {@link SHED} (answered `open`, or `SHUTDOWN` once shut
+   * down), all synchronously.
    */
   #shed(): void {
+    const parts = this.#parts;
     this.limiter.cancelRequests(
-      (request) => request instanceof Call && request.owner === this,
+      (request) => request instanceof Call && request.parts === parts,
       SHED,
     );
   }
@@ -381,7 +247,8 @@ export class Guard<A extends unknown[], R> extends GuardEmitter implements CallO
  * Guards `action` with a circuit breaker (opossum) over an adaptive limiter, with fallbacks.
  *
  * @param action - called as `action(ctx, ...args)`; `ctx.signal` aborts when the call's `timeoutMs`
- *   budget (counted from `fire()`) runs out, and on shutdown.
+ *   (counted from `fire()`) runs out, and on shutdown.
+ * @throws TypeError/RangeError for an action that is not a function or a bad option.
  * @example
  * ```ts
  * const getUser = guard((ctx, id: string) => fetch(`${API}/users/${id}`, { signal: ctx.signal }).then((r) => r.json()), {

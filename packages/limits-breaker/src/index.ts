@@ -1,4 +1,4 @@
-export { CallContext } from './CallContext.js';
+export { CallContext, type PermitHold } from './CallContext.js';
 export { CallTimeoutError, CircuitOpenError } from './errors.js';
 export { Guard, guard } from './guard.js';
 export type { LatencySummary } from './LatencyWindow.js';
@@ -8,7 +8,6 @@ export type {
   OpossumOptions,
   OpossumStats,
 } from './opossum.js';
-export type { PermitHold } from './PermitHold.js';
 export type {
   BreakerStats,
   CircuitState,

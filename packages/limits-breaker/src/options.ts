@@ -1,6 +1,11 @@
+/**
+ * The checks of `guard()`'s options and arguments. Every option check of limits' message shape comes
+ * from limits-core's validators, imported here and nowhere else in this package.
+ */
 import {
   type AcquireOptions,
   acquireOptionNames,
+  type Classify,
   type Clock,
   checkAcquireOptions,
   checkBoolean,
@@ -9,13 +14,17 @@ import {
   checkKeys,
   checkNumber,
   checkObject,
+  checkOneOf,
   checkString,
   formatValue,
   Limiter,
   type LimiterOptions,
+  OUTCOMES,
+  type Outcome,
   VegasLimit,
 } from 'limits-core';
-import type { OpossumBreaker, OpossumConstructor } from './opossum.js';
+import type { FallbackFunction } from './Fallback.js';
+import type { OpossumConstructor } from './opossum.js';
 
 /** Every option of `guard()` (GuardOptions and the OpossumOptions it extends). */
 const GUARD_KEYS = [
@@ -80,8 +89,8 @@ const MAX_LATENCY_BUCKETS = 1_000;
 export interface CheckedOptions {
   probeSlots: number;
   timeoutMs: number | false;
-  fallback: ((...args: never[]) => unknown) | undefined;
-  classify: ((...args: never[]) => unknown) | undefined;
+  fallback: FallbackFunction | undefined;
+  classify: Classify | undefined;
   acquire: AcquireOptions | undefined;
   latencyWindowMs: number;
   latencyBuckets: number;
@@ -99,7 +108,7 @@ export interface CheckedOptions {
 }
 
 /**
- * @internal Checks every option of `guard()` before anything is built: unknown keys are refused with
+ * Checks every option of `guard()` before anything is built: unknown keys are refused with
  * the nearest valid name, a wrong type is a TypeError, a value out of range a RangeError, each with
  * limits' one message shape.
  */
@@ -254,48 +263,12 @@ function checkConstructor(value: unknown): OpossumConstructor | undefined {
   return fn;
 }
 
-/** What the guard calls on the breaker it builds. */
-const BREAKER_METHODS = [
-  'fire',
-  'open',
-  'close',
-  'shutdown',
-  'on',
-  'emit',
-  'removeListener',
-  'listenerCount',
-] as const;
-
 /**
- * @internal Checks that the `CircuitBreaker` option built something the guard can drive; shuts down
- * what it built otherwise.
- * @throws TypeError naming the option.
+ * The guard's own limiter (when no `limiter` is given); it checks its options itself and starts no
+ * timer until used. Its clock is the guard's `clock` option, unless `limit.clock` gives one.
  */
-export function checkBreaker(breaker: unknown): OpossumBreaker {
-  const missing = BREAKER_METHODS.filter(
-    (m) => typeof (breaker as Record<string, unknown> | null)?.[m] !== 'function',
-  );
-  if (missing.length === 0) return breaker as OpossumBreaker;
-  try {
-    (breaker as { shutdown?: () => void } | null)?.shutdown?.();
-  } catch {
-    // best effort: the instance is discarded anyway
-  }
-  throw new TypeError(
-    `limits: option "CircuitBreaker" must be opossum's CircuitBreaker (9 or 10), got a class whose instances lack ${missing.join(', ')}`,
-  );
-}
-
-/** @internal Whether the guard makes its own limiter and both read the system clock. */
-export function ownOnSystemClock(o: CheckedOptions): boolean {
-  return o.limiter === undefined && o.clock === undefined && o.limit?.clock === undefined;
-}
-
-/**
- * @internal The guard's own limiter (when no `limiter` is given); it checks its options itself and
- * starts no timer until used. `clock`: its clock (the guard's), unless `limit.clock` gives one.
- */
-export function ownLimiter(o: CheckedOptions, clock: Clock | undefined): Limiter {
+export function ownLimiter(o: CheckedOptions): Limiter {
+  const clock = o.clock;
   return new Limiter({
     limit: new VegasLimit(),
     probeSlots: o.probeSlots,
@@ -305,4 +278,16 @@ export function ownLimiter(o: CheckedOptions, clock: Clock | undefined): Limiter
     ...(clock === undefined ? {} : { clock }),
     ...o.limit,
   });
+}
+
+/** @throws TypeError when the guarded action is not a function. */
+export function checkAction(action: unknown): void {
+  if (typeof action !== 'function') {
+    throw new TypeError(`limits: guard(action) needs a function, got ${formatValue(action)}`);
+  }
+}
+
+/** @throws TypeError/RangeError for an outcome that is not one of limits-core's `OUTCOMES`. */
+export function checkOutcome(outcome: Outcome): void {
+  checkOneOf('outcome', outcome, 'success', OUTCOMES);
 }

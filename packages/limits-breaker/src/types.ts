@@ -55,10 +55,8 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    */
   probeSlots?: number;
   /**
-   * Each call's time budget in ms, end to end, or `false`: counted from `fire()` (for a call that
-   * waits for a permit, from the end of the synchronous run that called `fire()`: never early, late
-   * by at most the rest of that run), it covers the wait for a permit in the limiter's queue and the
-   * action. When it runs out the caller is answered at once (fallback reason `timeout`, or a
+   * Each call's time budget in ms, end to end, or `false`: counted from `fire()`, it covers the wait
+   * for a permit in the limiter's queue and the action. When it runs out the caller is answered at once (fallback reason `timeout`, or a
    * `CallTimeoutError`) in every phase:
    * - still waiting for a permit: the call leaves the limiter's queue; it never reached the
    *   downstream, so it is neither a breaker failure nor a limiter sample (a HALF_OPEN trial frees
@@ -67,8 +65,8 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    *   the action really ends (then released as `dropped`).
    *
    * The limiter itself does not know the budget (no per-call cost): to also have it refuse at
-   * admission a call whose budget cannot be met, pass `acquire: { timeoutMs }` too. Replaces opossum's
-   * `timeout` (which counted from the start of the action); the key `timeout` is refused.
+   * admission a call whose budget cannot be met, pass `acquire: { timeoutMs }` too. It takes the place
+   * of opossum's `timeout` (which counts from the start of the action); the key `timeout` is refused.
    * @default 10000 (opossum's default)
    */
   timeoutMs?: number | false;

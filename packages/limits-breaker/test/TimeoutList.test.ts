@@ -2,12 +2,18 @@ import { beforeEach, describe, expect, test, vi } from 'vitest';
 import { type Timed, TimeoutList } from '../src/TimeoutList.js';
 import { clock, useFakeTimersPerTest } from './support/timers.js';
 
-/** An entry fired now (on the fake clock) that records when it expired, and may run `onExpire`. */
+/** The timeout of every entry below, in ms. */
+const TIMEOUT_MS = 100;
+
+/**
+ * An entry fired now (on the fake clock), due `TIMEOUT_MS` later, that records when it expired, and
+ * may run `onExpire`.
+ */
 function entry(expired: string[], name: string, onExpire?: () => void): Timed {
   return {
-    fired: Date.now(),
-    prev: undefined,
-    next: undefined,
+    deadline: Date.now() + TIMEOUT_MS,
+    timeoutPrev: undefined,
+    timeoutNext: undefined,
     expire() {
       expired.push(`${name}@${Date.now()}`);
       onExpire?.();
@@ -22,7 +28,7 @@ describe('TimeoutList', () => {
   });
 
   test('entries expire timeoutMs after they were fired, in order, with one timer at a time', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     list.add(entry(expired, 'a'));
     vi.advanceTimersByTime(30);
@@ -38,7 +44,7 @@ describe('TimeoutList', () => {
   });
 
   test('a removed head keeps the timer, which re-arms for the next entry when it fires', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     const a = entry(expired, 'a');
     list.add(a);
@@ -54,7 +60,7 @@ describe('TimeoutList', () => {
   });
 
   test('an entry added to an emptied list, while the old timer is still armed, expires on time', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     const a = entry(expired, 'a');
     list.add(a);
@@ -69,7 +75,7 @@ describe('TimeoutList', () => {
   });
 
   test('an entry added by an expiring one does not arm a second timer and expires on time', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     list.add(entry(expired, 'a', () => list.add(entry(expired, 'b'))));
     vi.advanceTimersByTime(100);
@@ -80,7 +86,7 @@ describe('TimeoutList', () => {
   });
 
   test('an expiry that throws leaves the timer armed for the entries after it', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     list.add(
       entry(expired, 'a', () => {
@@ -101,7 +107,7 @@ describe('TimeoutList', () => {
   });
 
   test('clear() cancels the timer and forgets every entry; clear() from an expiry stops the loop', () => {
-    const list = new TimeoutList(clock, 100);
+    const list = new TimeoutList(clock);
     const expired: string[] = [];
     const a = entry(expired, 'a');
     list.add(a);
@@ -115,75 +121,6 @@ describe('TimeoutList', () => {
     list.add(entry(expired, 'd'));
     vi.advanceTimersByTime(100);
     expect(expired).toEqual(['c@300']);
-    expect(vi.getTimerCount()).toBe(0);
-  });
-});
-
-/**
- * Issue 9's timed burst row (bench/RESULTS.md, "Session 14"): a call queued in `fire()` enters the
- * list with its budget start unknown (`addPending`); every pending entry gets one start at the end of
- * the synchronous run that fired it (`stamp`), or when an entry with a known start is added after
- * them.
- */
-describe('TimeoutList: entries waiting for their budget start', () => {
-  useFakeTimersPerTest();
-  beforeEach(() => {
-    vi.setSystemTime(0);
-  });
-
-  function pending(expired: string[], name: string): Timed {
-    return { ...entry(expired, name), fired: -1_000 }; // (a stale value: never read while pending)
-  }
-
-  test('pending entries arm no timer and never expire until stamped; then they expire together', () => {
-    const list = new TimeoutList(clock, 100);
-    const expired: string[] = [];
-    list.addPending(pending(expired, 'a'));
-    list.addPending(pending(expired, 'b'));
-    expect(list.pending).toBe(true);
-    expect(vi.getTimerCount()).toBe(0);
-    vi.advanceTimersByTime(500);
-    expect(expired).toEqual([]);
-    list.stamp(Date.now()); // 500
-    expect(list.pending).toBe(false);
-    expect(vi.getTimerCount()).toBe(1);
-    vi.advanceTimersByTime(99);
-    expect(expired).toEqual([]);
-    vi.advanceTimersByTime(1);
-    expect(expired).toEqual(['a@600', 'b@600']);
-    expect(vi.getTimerCount()).toBe(0);
-  });
-
-  test('an entry added with its start stamps the pending ones before it first (the list stays sorted)', () => {
-    const list = new TimeoutList(clock, 100);
-    const expired: string[] = [];
-    list.add(entry(expired, 'a')); // fired 0
-    vi.advanceTimersByTime(20);
-    list.addPending(pending(expired, 'b'));
-    vi.advanceTimersByTime(20);
-    list.add(entry(expired, 'c')); // fired 40: b is stamped 40 too
-    expect(list.pending).toBe(false);
-    vi.advanceTimersByTime(60);
-    expect(expired).toEqual(['a@100']);
-    vi.advanceTimersByTime(40);
-    expect(expired).toEqual(['a@100', 'b@140', 'c@140']);
-  });
-
-  test('removing the first pending entry keeps the others pending; clear() forgets them', () => {
-    const list = new TimeoutList(clock, 100);
-    const expired: string[] = [];
-    const a = pending(expired, 'a');
-    list.addPending(a);
-    list.addPending(pending(expired, 'b'));
-    list.remove(a);
-    expect(list.pending).toBe(true);
-    list.stamp(10);
-    vi.advanceTimersByTime(110);
-    expect(expired).toEqual(['b@110']);
-    list.addPending(pending(expired, 'c'));
-    list.clear();
-    expect(list.pending).toBe(false);
-    list.stamp(200); // nothing pending: no timer
     expect(vi.getTimerCount()).toBe(0);
   });
 });

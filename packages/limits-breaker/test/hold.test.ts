@@ -2,9 +2,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type LeakEvent, Limiter, type ReleaseEvent } from 'limits-core';
 import { describe, expect, test, vi } from 'vitest';
-import { CallContext } from '../src/CallContext.js';
+import { CallContext, type PermitHold } from '../src/CallContext.js';
 import { guard } from '../src/guard.js';
-import type { PermitHold } from '../src/PermitHold.js';
 import { opossumVersions } from './support/opossum.js';
 import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 

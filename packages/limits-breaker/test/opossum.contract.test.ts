@@ -1,6 +1,6 @@
 /**
  * The contract of opossum that limits-breaker relies on, checked on every supported version (opossum 9
- * everywhere, 10 on Node ≥ 22). Everything here is what src/circuit/OpossumCircuit.ts uses — the
+ * everywhere, 10 on Node ≥ 22). Everything here is what src/OpossumCircuit.ts uses — the
  * one file that knows opossum; several items are internals opossum does not promise (the live
  * bucket behind `status.window[0]`, its counter names, `stats` summing them). When one of these tests
  * fails after an opossum upgrade, the adapter must change with it before the upgrade is allowed.

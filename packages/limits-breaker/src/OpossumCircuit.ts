@@ -14,18 +14,15 @@
  *   `rotateBucketController` (opossum's option for rotating buckets from outside) and this adapter
  *   emits its `rotate` event every `floor(rollingCountTimeout / rollingCountBuckets)` ms, as opossum's
  *   own interval would, then forgets the cached bucket. So a success always lands in the current
- *   bucket, however short the bucket interval (a bucket cached for a fixed 10 ms lost successes when
- *   the whole window was shorter than that).
+ *   bucket, however short the bucket interval.
  * - `fire(rejectedPromise)` counts a failure and opens the circuit at the threshold; `open()` and
  *   `close()` force the state (a trial's outcome); the `open`, `halfOpen` and `close` events announce
  *   every state change; `emit('fallback')` is counted in `stats.fallbacks`.
  */
 import { createRequire } from 'node:module';
 import { EventEmitter } from 'eventemitter3';
-import type { OpossumBreaker, OpossumConstructor } from '../opossum.js';
-import { type CheckedOptions, checkBreaker } from '../options.js';
-import type { BreakerStats, CircuitState } from '../types.js';
-import type { Circuit, CircuitOwner, CircuitTicket } from './Circuit.js';
+import type { OpossumBreaker, OpossumConstructor } from './opossum.js';
+import type { BreakerStats, CircuitState } from './types.js';
 
 /** One bucket of opossum's rolling window: counts of one slice of time (a subset). */
 interface MutableBucket {
@@ -33,19 +30,28 @@ interface MutableBucket {
   successes: number;
 }
 
-/** The options the circuit is built from (checked by `checkGuardOptions`). */
-export type CircuitOptions = Pick<
-  CheckedOptions,
-  | 'CircuitBreaker'
-  | 'probeSlots'
-  | 'errorThresholdPercentage'
-  | 'resetTimeout'
-  | 'rollingCountTimeout'
-  | 'rollingCountBuckets'
-  | 'volumeThreshold'
-  | 'allowWarmUp'
-  | 'name'
->;
+/** The options the circuit is built from (the guard's, checked). */
+export interface CircuitOptions {
+  readonly CircuitBreaker: OpossumConstructor | undefined;
+  readonly probeSlots: number;
+  readonly errorThresholdPercentage: number;
+  readonly resetTimeout: number;
+  readonly rollingCountTimeout: number;
+  readonly rollingCountBuckets: number;
+  readonly volumeThreshold: number;
+  readonly allowWarmUp: boolean;
+  readonly name: string | undefined;
+}
+
+/**
+ * What a call shows the circuit: whether it is a trial, and the episode it was admitted in. Each
+ * state change starts a new episode; only calls of the current episode report to the circuit, and
+ * only trials of the current HALF_OPEN episode hold one of its trial slots.
+ */
+export interface CircuitTicket {
+  readonly trial: boolean;
+  readonly episode: number;
+}
 
 const EMPTY_ARGS: unknown[] = [];
 const noop = () => {};
@@ -60,14 +66,16 @@ function loadOpossum(): OpossumConstructor {
 }
 
 /**
- * @internal The guard's circuit on an opossum breaker: opossum keeps the state machine, the rolling
- * window, the volume threshold and the reset timer; this adds HALF_OPEN trial slots (`probeSlots`
- * concurrent trials, where opossum alone lets one through) and episodes.
+ * The circuit a guard consults before each call and reports each outcome to, on an opossum breaker:
+ * opossum keeps the state machine, the rolling window, the volume threshold and the reset timer; this
+ * adds HALF_OPEN trial slots (`probeSlots` concurrent trials, where opossum alone lets one through)
+ * and episodes.
  */
-export class OpossumCircuit implements Circuit {
+export class OpossumCircuit {
   /** The opossum instance (exposed as `guard.breaker`). */
   readonly breaker: OpossumBreaker;
-  readonly #owner: CircuitOwner;
+  readonly #onStateChange: (from: CircuitState, to: CircuitState) => void;
+  readonly #report: (error: unknown) => void;
   readonly #probeSlots: number;
   #state: CircuitState = 'CLOSED';
   #episode = 0;
@@ -89,9 +97,19 @@ export class OpossumCircuit implements Circuit {
   #bucket: MutableBucket | undefined = undefined;
   readonly #unsubscribe: () => void;
 
-  /** @throws TypeError when `options.CircuitBreaker` does not build an opossum breaker. */
-  constructor(owner: CircuitOwner, options: CircuitOptions) {
-    this.#owner = owner;
+  /**
+   * @param onStateChange - told of every state change, after which a new episode has begun (its
+   *   trial slots are empty).
+   * @param report - told of an error a listener of opossum's events threw (the circuit carries on).
+   * @throws TypeError when `options.CircuitBreaker` does not build an opossum breaker.
+   */
+  constructor(
+    options: CircuitOptions,
+    onStateChange: (from: CircuitState, to: CircuitState) => void,
+    report: (error: unknown) => void,
+  ) {
+    this.#onStateChange = onStateChange;
+    this.#report = report;
     this.#probeSlots = options.probeSlots;
     const Opossum = options.CircuitBreaker ?? loadOpossum();
     // opossum sees only outcomes: the action is run by the guard, opossum's own timeout, capacity,
@@ -146,28 +164,34 @@ export class OpossumCircuit implements Circuit {
     };
   }
 
+  /** The current state. */
   get state(): CircuitState {
     return this.#state;
   }
 
+  /** State changes so far (a call carries the episode it was admitted in). */
   get episode(): number {
     return this.#episode;
   }
 
+  /** Trial calls of the current HALF_OPEN episode in flight (0 in any other state). */
   get trials(): number {
     return this.#trials;
   }
 
+  /** HALF_OPEN with a trial slot free: takes the slot and returns true; false otherwise. */
   admitTrial(): boolean {
     if (this.#state !== 'HALF_OPEN' || this.#trials >= this.#probeSlots) return false;
     this.#trials++;
     return true;
   }
 
+  /** A call ended without an outcome for the circuit (ignored, refused, never started): frees its trial slot. */
   endTrial(ticket: CircuitTicket): void {
     if (ticket.trial && ticket.episode === this.#episode) this.#trials--;
   }
 
+  /** A call succeeded: counted in the window; a trial's success closes the circuit. */
   success(ticket: CircuitTicket): void {
     // A call admitted in an earlier episode (the circuit changed state since) says nothing about the
     // state the circuit is in now, and holds no trial slot of this episode.
@@ -190,7 +214,7 @@ export class OpossumCircuit implements Circuit {
         b.emit('fire', EMPTY_ARGS);
         b.emit('success', undefined, 0);
       } catch (error) {
-        this.#owner._report(error);
+        this.#report(error);
       }
       return;
     }
@@ -204,6 +228,7 @@ export class OpossumCircuit implements Circuit {
     bucket.successes++;
   }
 
+  /** A call failed with `error`: the window may open the circuit; a trial's failure re-opens it. */
   failure(ticket: CircuitTicket, error: unknown): void {
     if (ticket.episode !== this.#episode) return;
     if (ticket.trial) {
@@ -216,26 +241,29 @@ export class OpossumCircuit implements Circuit {
     try {
       this.breaker.fire(Promise.reject(error)).catch(noop);
     } catch (listenerError) {
-      this.#owner._report(listenerError);
+      this.#report(listenerError);
     }
   }
 
+  /** A fallback answered a call with `result` (counted in the window's `fallbacks`). */
   fallback(result: unknown, error: unknown): void {
     // opossum's rolling window counts its `fallback` event (as after its own fallbacks); a listener
     // of its own that throws must not take the caller's answer.
     try {
       this.breaker.emit('fallback', result, error);
     } catch (listenerError) {
-      this.#owner._report(listenerError);
+      this.#report(listenerError);
     }
   }
 
+  /** Rolling counts of the window. */
   stats(): BreakerStats {
     // Only the counts the guard feeds; opossum's other fields stay at their "off" values here.
     const { fires, successes, failures, fallbacks } = this.breaker.stats;
     return { fires, successes, failures, fallbacks };
   }
 
+  /** Stops the circuit's timers and listeners, and opossum. */
   shutdown(): void {
     if (this.#rotateTimer !== undefined) clearInterval(this.#rotateTimer);
     this.#rotateTimer = undefined;
@@ -251,7 +279,7 @@ export class OpossumCircuit implements Circuit {
       if (ok) this.breaker.close();
       else this.breaker.open();
     } catch (error) {
-      this.#owner._report(error);
+      this.#report(error);
     }
   }
 
@@ -271,6 +299,38 @@ export class OpossumCircuit implements Circuit {
     this.#state = to;
     this.#episode++;
     this.#trials = 0;
-    this.#owner._stateChanged(from, to);
+    this.#onStateChange(from, to);
   }
+}
+
+/** What the guard calls on the breaker it builds. */
+const BREAKER_METHODS = [
+  'fire',
+  'open',
+  'close',
+  'shutdown',
+  'on',
+  'emit',
+  'removeListener',
+  'listenerCount',
+] as const;
+
+/**
+ * Checks that the `CircuitBreaker` option built something the guard can drive; shuts down what it
+ * built otherwise.
+ * @throws TypeError naming the option.
+ */
+function checkBreaker(breaker: unknown): OpossumBreaker {
+  const missing = BREAKER_METHODS.filter(
+    (m) => typeof (breaker as Record<string, unknown> | null)?.[m] !== 'function',
+  );
+  if (missing.length === 0) return breaker as OpossumBreaker;
+  try {
+    (breaker as { shutdown?: () => void } | null)?.shutdown?.();
+  } catch {
+    // best effort: the instance is discarded anyway
+  }
+  throw new TypeError(
+    `limits: option "CircuitBreaker" must be opossum's CircuitBreaker (9 or 10), got a class whose instances lack ${missing.join(', ')}`,
+  );
 }

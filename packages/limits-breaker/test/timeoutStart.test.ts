@@ -5,13 +5,11 @@ import { opossumVersions } from './support/opossum.js';
 import { clock, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
 /**
- * Issue 9's timed burst row (bench/RESULTS.md, "Session 14"): a call granted at once in `fire()`
- * starts its `timeoutMs` budget then; a call `fire()` leaves queued starts it when the synchronous
- * run that fired it ends (one clock read for every call queued in that run). Its timeout never comes
- * early, and comes late by at most the rest of that run.
+ * A call's `timeoutMs` is counted from its `fire()` on the guard's clock, granted at once or queued:
+ * it ends exactly `timeoutMs` later, never early, whatever the clock does meanwhile.
  */
 describe.each(opossumVersions)(
-  'guard() timeoutMs: when a queued call budget starts, on %s',
+  'guard() timeoutMs: when it starts, on %s',
   (_name, CircuitBreaker) => {
     useFakeTimersPerTest();
 
@@ -49,7 +47,7 @@ describe.each(opossumVersions)(
       return c;
     }
 
-    test('queued calls time out timeoutMs after the end of their synchronous run, never before timeoutMs after fire()', async () => {
+    test('queued calls time out exactly timeoutMs after their own fire(), even when the clock moves within one synchronous run', async () => {
       const mc = manualClock();
       const at = new Map<string, number>();
       const g = guard((_ctx, _name: string) => new Promise<string>(() => {}), {
@@ -64,21 +62,25 @@ describe.each(opossumVersions)(
         },
       });
       // One synchronous run; the clock moves inside it (a slow caller between its fires).
-      const calls = [g.fire('a')]; // granted at once at 0: its budget starts at 0
+      const calls = [g.fire('a')]; // granted at once at 0
       mc.set(30);
       calls.push(g.fire('b')); // queued at 30
       mc.set(50);
-      calls.push(g.fire('c')); // queued at 50; the run ends at 50
-      await mc.advance(99); // to 149
+      calls.push(g.fire('c')); // queued at 50
+      await mc.advance(79); // to 129
       expect(at.get('a')).toBe(100);
-      expect(at.has('b')).toBe(false); // b's budget started at 50, not 30: late by 20, never early
+      expect(at.has('b')).toBe(false);
       await mc.advance(1);
-      expect(at.get('b')).toBe(150);
+      expect(at.get('b')).toBe(130);
+      expect(at.has('c')).toBe(false);
+      await mc.advance(20);
       expect(at.get('c')).toBe(150);
       // A later run: its own start.
       mc.set(200);
       calls.push(g.fire('d')); // queued behind a, which still runs (it never settles)
-      await mc.advance(100);
+      await mc.advance(99);
+      expect(at.has('d')).toBe(false);
+      await mc.advance(1);
       expect(at.get('d')).toBe(300);
       expect(await Promise.all(calls)).toEqual(['fb', 'fb', 'fb', 'fb']);
       await g.shutdown();
@@ -111,33 +113,7 @@ describe.each(opossumVersions)(
       await g.shutdown();
     });
 
-    test('every call queued in one synchronous run costs the guard one clock read, taken after the run', async () => {
-      let reads = 0;
-      const counting: Clock = {
-        ...clock,
-        now: () => {
-          reads++;
-          return Date.now();
-        },
-      };
-      const g = guard(() => new Promise<never>(() => {}), {
-        CircuitBreaker,
-        clock: counting,
-        timeoutMs: 1000,
-        limit: { limit: 1, maxQueued: 100, clock },
-      });
-      const calls = [g.fire()];
-      const before = reads;
-      for (let i = 0; i < 50; i++) calls.push(g.fire());
-      expect(reads - before).toBe(0);
-      expect(g.limiter.queued).toBe(50);
-      await flushMicrotasks();
-      expect(reads - before).toBe(1);
-      for (const call of calls) call.catch(() => {});
-      await g.shutdown();
-    });
-
-    test('a call that settles or is shed before the run ends leaves no budget behind', async () => {
+    test('a call answered before its timeoutMs (settled, or shed at shutdown) is never answered again at its timeout', async () => {
       const reasons: string[] = [];
       const g = guard(async () => 'ok', {
         CircuitBreaker,
