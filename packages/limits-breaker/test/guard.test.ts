@@ -238,9 +238,8 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
   });
 
   test('queued calls wait in the limiter: each starts when a permit frees, its timeoutMs budget counts from fire(), not from the start', async () => {
-    // Changed in meaning with `timeoutMs` (issue 10): the budget now runs from fire() and covers the
-    // wait for a permit. With the old `timeout`, counted from the action's start, call 2 (started at
-    // t = 60 ms) timed out at 160 ms and call 3 ran to the end.
+    // (Counted from the action's start, as opossum's `timeout` is, call 2 would time out at 160 ms
+    // and call 3 would run to the end.)
     const gates: Array<ReturnType<typeof deferred<number>>> = [];
     const g = guard(
       (_ctx, n: number) => {
@@ -302,7 +301,6 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 
-  // issue 10: nothing left behind on close — shutdown takes the guard's calls out of a shared limiter's queue
   test('shutdown takes calls still queued in a shared limiter out of its queue and answers them SHUTDOWN', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock });
     const outside = await limiter.acquire();
@@ -325,7 +323,6 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
   });
 
-  // issue 9, finding 9, on a shared limiter: the guard finds its queued calls in the limiter's queue
   test("a circuit that opens sheds only its own guard's calls from a shared limiter's queue, oldest first", async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10, clock });
     const outside = await limiter.acquire();
@@ -412,7 +409,6 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     expect(vi.getTimerCount()).toBe(0);
   };
 
-  // issue 10: a bucket cached for a fixed 10 ms outlived windows shorter than that
   test('every success counts in the current bucket of a window whose buckets last 2 ms, and leaves the window exactly when its bucket does', async () => {
     await checkShortBuckets(CircuitBreaker);
   });

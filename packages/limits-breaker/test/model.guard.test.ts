@@ -1,5 +1,5 @@
 /**
- * Model-based suite of `guard()` (issue 9, "Must show"): random sequences of calls that succeed,
+ * Model-based suite of `guard()`: random sequences of calls that succeed,
  * fail, hang, time out, throw synchronously or return a thenable whose `then()` throws, against a
  * model of what is running, with opossum's state changes (CLOSED/OPEN/HALF_OPEN) on fake timers,
  * forced opens, and shutdown(). After every command: the limiter holds exactly the running calls,
@@ -7,8 +7,8 @@
  * episode never exceed probeSlots and `stats().trials` is never negative. At the end every caller
  * promise has settled and, after shutdown(), no timer and no permit is left.
  *
- * Seeded: `LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`, `LIMITS_MODEL_PATH`; `LIMITS_MODEL_SKIP_FINDINGS`
- * (e.g. `7,9`) switches off the checks of known findings of issue 9 to look past them.
+ * Seeded, sized by run count: `LIMITS_MODEL_SEED`, `LIMITS_MODEL_RUNS`, `LIMITS_MODEL_PATH`,
+ * `LIMITS_MODEL_LENGTH`.
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -24,14 +24,6 @@ const SEED = Number(process.env.LIMITS_MODEL_SEED ?? 9_0001);
 const RUNS = Number(process.env.LIMITS_MODEL_RUNS ?? 1000);
 const PATH = process.env.LIMITS_MODEL_PATH;
 const LENGTH = Number(process.env.LIMITS_MODEL_LENGTH ?? 30);
-const skipped = new Set(
-  (process.env.LIMITS_MODEL_SKIP_FINDINGS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== ''),
-);
-/** Whether the checks of finding `n` run (`N1`: the new finding of this suite, see below). */
-const checks = (n: number | string) => !skipped.has(String(n));
 
 type Behaviour = 'ok' | 'fail' | 'hang' | 'syncThrow' | 'value' | 'abortAware' | 'badThenable';
 
@@ -101,7 +93,7 @@ interface CallRec {
   started: boolean;
   /** Clock ms when the action started. */
   startedAt: number;
-  /** Date.now() at fire(): the call's `timeoutMs` budget starts here (issue 10). */
+  /** Date.now() at fire(): the call's `timeoutMs` budget starts here. */
   firedAt: number;
   /** The action settled (or never started anything: threw, returned a value). */
   done: boolean;
@@ -140,7 +132,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       if (c.behaviour === 'badThenable') {
         c.done = true;
         return {
-          // biome-ignore lint/suspicious/noThenProperty: a thenable whose then() throws (finding 8)
+          // biome-ignore lint/suspicious/noThenProperty: a thenable whose then() throws
           then() {
             throw new Error('then() threw');
           },
@@ -199,11 +191,9 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
     try {
       promise = g.fire(c.id);
     } catch (error) {
-      // issue 9, finding 8: fire() never throws synchronously.
+      // fire() never throws synchronously.
       c.answered = true;
-      if (checks(8) || !(error instanceof Error && error.message === 'then() threw')) {
-        problems.push(`fire() threw synchronously: ${String(error)}`);
-      }
+      problems.push(`fire() threw synchronously: ${String(error)}`);
     }
     promise?.then(
       () => {
@@ -219,7 +209,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
   g.on('state', (e: { from: CircuitState; to: CircuitState }) => {
     if (e.to === 'HALF_OPEN') episode++;
     const trials = g.stats().trials;
-    if (checks(7) && trials < 0) problems.push(`stats().trials ${trials} at ${e.from} → ${e.to}`);
+    if (trials < 0) problems.push(`stats().trials ${trials} at ${e.from} → ${e.to}`);
   });
 
   if (script.length > 0) {
@@ -232,8 +222,6 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       // At most 20 calls fired by listeners per run: a listener firing on every release is an
       // endless stream of work, not a bug.
       if (a === 'none' || depth > 1 || shut || draining || fired >= 20) return;
-      // New finding N1 (not in issue 9): a guard listener that throws leaves callers unanswered.
-      if (a === 'throw' && !checks('N1')) return;
       if (a === 'throw') throw new ListenerError('listener threw');
       depth++;
       fired++;
@@ -251,18 +239,15 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
   const check = (where: string) => {
     expect(problems, `${where}, ${ctx()}`).toEqual([]);
     const stats = g.stats();
-    if (checks(7)) {
-      expect(stats.trials, `stats().trials, ${where}, ${ctx()}`).toBeGreaterThanOrEqual(0);
-    }
+    expect(stats.trials, `stats().trials, ${where}, ${ctx()}`).toBeGreaterThanOrEqual(0);
     if (shut) return;
     // The limiter holds exactly the calls whose action is running (a timed-out call keeps its
     // permit until its action really ends).
     expect(g.limiter.inflight, `inflight, ${where}, ${ctx()}`).toBe(running().length);
     const waiting = calls.filter((c) => !c.started && !c.answered).length;
     expect(g.limiter.queued, `queued, ${where}, ${ctx()}`).toBe(waiting);
-    // A call with a timeout is answered at its timeout, whether or not its action has ended. Since
-    // issue 10 (`timeoutMs`, an end-to-end budget) the timeout counts from fire(), queued or not;
-    // it counted from the action's start before (`c.started && now - c.startedAt`).
+    // A call with a timeout is answered at its timeout, whether or not its action has ended: the
+    // timeout counts from fire(), queued or not.
     if (config.timeoutMs !== false) {
       const now = Date.now();
       for (const c of calls) {
@@ -271,12 +256,12 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
         }
       }
     }
-    // issue 9, finding 9: calls waiting for a permit are shed when the circuit opens.
-    if (checks(9) && g.state === 'OPEN') {
+    // Calls waiting for a permit are shed when the circuit opens.
+    if (g.state === 'OPEN') {
       expect(g.limiter.queued, `calls still queued while OPEN, ${where}, ${ctx()}`).toBe(0);
     }
-    // issue 9, finding 7: the trials of one HALF_OPEN episode never exceed probeSlots.
-    if (checks(7) && g.state === 'HALF_OPEN') {
+    // The trials of one HALF_OPEN episode never exceed probeSlots.
+    if (g.state === 'HALF_OPEN') {
       const trials = running().filter((c) => c.episode === episode).length;
       expect(
         trials,
@@ -390,11 +375,9 @@ describe('guard() model', () => {
     resetTimeout: 40,
     fallback: false,
   };
-  /** Counterexamples found on the code before the fixes, kept as fixed cases: `[finding, example]`. */
-  const examples = (...list: Array<[number, [Config, Op[]]]>) => ({
-    examples: list
-      .filter(([n]) => checks(n))
-      .map(([, [config, ops]]): [Config, Op[], ListenerAction[]] => [config, ops, []]),
+  /** Fixed cases run before the random ones. */
+  const examples = (...list: Array<[Config, Op[]]>) => ({
+    examples: list.map(([config, ops]): [Config, Op[], ListenerAction[]] => [config, ops, []]),
   });
   const params = (offset: number) => ({
     seed: SEED + offset,
@@ -402,42 +385,29 @@ describe('guard() model', () => {
     ...(PATH === undefined || PATH === '' ? {} : { path: PATH }),
   });
 
-  // issue 9, findings 7 and 9 fail this on the code before the fixes.
   it('calls that succeed, fail, hang, time out or throw; state changes, trials, shutdown', async () => {
     await fc.assert(property(false), {
       ...params(30),
       ...examples(
-        // seed 90031: a trial of a HALF_OPEN episode that ended settles later: trials reads -1.
+        // A trial of a HALF_OPEN episode that ended settles later: trials must not read -1.
         [
-          7,
-          [
-            base,
-            [
-              { k: 'open' },
-              { k: 'advance', ms: 40 },
-              { k: 'fire', behaviour: 'ok' },
-              { k: 'open' },
-            ],
-          ],
+          base,
+          [{ k: 'open' }, { k: 'advance', ms: 40 }, { k: 'fire', behaviour: 'ok' }, { k: 'open' }],
         ],
-        // calls waiting for a permit are still queued after the circuit opened.
+        // Calls waiting for a permit when the circuit opens must leave the queue.
         [
-          9,
-          [
-            { ...base, maxQueued: 2 },
-            [{ k: 'fire', behaviour: 'ok' }, { k: 'fire', behaviour: 'ok' }, { k: 'open' }],
-          ],
+          { ...base, maxQueued: 2 },
+          [{ k: 'fire', behaviour: 'ok' }, { k: 'fire', behaviour: 'ok' }, { k: 'open' }],
         ],
       ),
     });
   });
 
-  // issue 9, finding 8: a thenable whose then() throws makes fire() throw on the old code.
   it('the same with thenables whose then() throws', async () => {
-    await fc.assert(property(checks(8)), {
+    await fc.assert(property(true), {
       ...params(31),
-      // seed 90032: fire() throws synchronously and keeps the permit.
-      ...examples([8, [{ ...base, timeoutMs: 60 }, [{ k: 'fire', behaviour: 'badThenable' }]]]),
+      // fire() must neither throw synchronously nor keep the permit.
+      ...examples([{ ...base, timeoutMs: 60 }, [{ k: 'fire', behaviour: 'badThenable' }]]),
     });
   });
 
@@ -454,16 +424,15 @@ describe('guard() model', () => {
   });
 });
 
-describe('guard(): new findings of the model suites', () => {
+describe('guard(): long queues and throwing listeners', () => {
   afterEach(() => {
     vi.useRealTimers();
   });
 
-  // New finding N2 (not in issue 9): a queued call whose action returns a value (or throws)
-  // synchronously settles inside the limiter's dispatch that granted it, and its release dispatches
-  // the next one from there: the stack grows with the queue. On the code before a fix, about 900
-  // such queued calls overflow the stack: the first caller gets a RangeError instead of its
-  // result, no queued caller is ever answered, a permit stays held and the rest stay queued forever.
+  // A queued call whose action returns a value (or throws) synchronously settles inside the
+  // limiter's dispatch that granted it, and its release dispatches the next one from there: the
+  // guard must not let the stack grow with the queue (a stack overflow would leave callers
+  // unanswered, a permit held and the rest queued forever).
   it.each(['value', 'throw'] as const)(
     'a long queue of calls whose action ends synchronously (%s) drains without recursing',
     async (kind) => {
@@ -500,11 +469,9 @@ describe('guard(): new findings of the model suites', () => {
     },
   );
 
-  // New finding N1 (not in issue 9): a guard listener that throws escapes into the guard's and the
-  // limiter's internals. A throwing `fallback` listener, when a queued call expires, aborts the
-  // limiter's expiry loop: that caller and every later one are never answered, and the next waiter
-  // stays queued long past maxQueueWaitMs. (The limiter's own events isolate listener errors; the
-  // guard's do not.)
+  // A guard listener that throws must not escape into the guard's or the limiter's internals: a
+  // throwing `fallback` listener, when a queued call expires, would abort the limiter's expiry loop,
+  // leaving that caller and every later one unanswered and the next waiter queued past its wait.
   it('a fallback listener that throws leaves no caller unanswered and no waiter past its wait', async () => {
     vi.useFakeTimers();
     let release!: () => void;
@@ -548,9 +515,8 @@ describe('guard(): new findings of the model suites', () => {
     await g.shutdown();
   });
 
-  // New finding N1, second path: a `state` listener that throws when a failed trial re-opens the
-  // circuit escapes from the settlement of that trial: its caller is never answered and the error
-  // becomes an unhandled rejection.
+  // The same for a `state` listener that throws when a failed trial re-opens the circuit: the
+  // trial's caller must be answered and the error must not become an unhandled rejection.
   it('a state listener that throws when a failed trial re-opens the circuit leaves no caller unanswered', async () => {
     vi.useFakeTimers();
     const g = guard(
