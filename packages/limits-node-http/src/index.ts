@@ -1,6 +1,30 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
 
-export { classifyError, classifyStatus, type HttpOutcome } from './classify.js';
+export { type FetchFunction, limitFetch, retryAfterMs } from './fetch/limitFetch.js';
+export type {
+  LimitFetchOptions,
+  LimitFetchRequest,
+  LimitFetchResult,
+} from './fetch/options.js';
+export type { DispatchInterceptor, InterceptorHeaders } from './interceptor/dispatcher.js';
+export type { InterceptorFallbackResponse } from './interceptor/FallbackReply.js';
+export { limitInterceptor } from './interceptor/limitInterceptor.js';
+export type {
+  InterceptedCall,
+  InterceptedRequest,
+  LimiterSource,
+  LimitInterceptorOptions,
+  RetryAfterEvent,
+} from './interceptor/options.js';
+export type {
+  FastifyInstanceLike,
+  FastifyReplyLike,
+  FastifyRequestLike,
+  LoadShedPlugin,
+} from './loadShed/fastify.js';
+export { type LoadShed, loadShed } from './loadShed/loadShed.js';
+export type { LoadShedOptions } from './loadShed/options.js';
+export { type ShedError, type ShedResponse, shedResponse } from './loadShed/shedResponse.js';
 export {
   type AdmitMessage,
   type DiagnosticsHandle,
@@ -10,7 +34,15 @@ export {
   publishDiagnostics,
   type RejectMessage,
   type ReleaseMessage,
-} from './diagnostics.js';
+} from './metrics/diagnostics.js';
+export type { PromClient, PromRegistry } from './metrics/promClient.js';
+export {
+  defaultRttBuckets,
+  type MetricsHandle,
+  type MetricsOptions,
+  registerMetrics,
+} from './metrics/registerMetrics.js';
+export type { GuardSource, LimitsSource } from './metrics/source.js';
 export {
   type FetchAction,
   type FetchCallContext,
@@ -18,38 +50,6 @@ export {
   fetchGuard,
   type GuardFunction,
   type LimitFetchGuard,
-} from './fetchGuard.js';
-export { limitInterceptor } from './interceptor.js';
-export type { InterceptorFallbackResponse } from './interceptorFallback.js';
-export type {
-  InterceptedCall,
-  InterceptedRequest,
-  LimiterSource,
-  LimitInterceptorOptions,
-  RetryAfterEvent,
-} from './interceptorOptions.js';
-export type { DispatchInterceptor, InterceptorHeaders } from './interceptorTypes.js';
-export { type FetchFunction, limitFetch, retryAfterMs } from './limitFetch.js';
-export type {
-  LimitFetchOptions,
-  LimitFetchRequest,
-  LimitFetchResult,
-} from './limitFetchOptions.js';
-export { type LoadShed, loadShed } from './loadShed.js';
-export type {
-  FastifyInstanceLike,
-  FastifyReplyLike,
-  FastifyRequestLike,
-  LoadShedPlugin,
-} from './loadShedFastify.js';
-export type { LoadShedOptions } from './loadShedOptions.js';
-export { type ShedError, type ShedResponse, shedResponse } from './loadShedResponse.js';
-export {
-  defaultRttBuckets,
-  type MetricsHandle,
-  type MetricsOptions,
-  registerMetrics,
-} from './metrics.js';
-export type { PromClient, PromRegistry } from './metricsPromClient.js';
-export type { GuardSource, LimitsSource } from './metricsSource.js';
-export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './retryAfter.js';
+} from './shared/httpGuard.js';
+export { classifyError, classifyStatus, type HttpOutcome } from './shared/outcome.js';
+export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './shared/retryAfter.js';

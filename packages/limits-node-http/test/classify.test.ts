@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyError, classifyStatus } from '../src/classify.js';
+import { classifyError, classifyStatus } from '../src/shared/outcome.js';
 
 describe('classifyStatus', () => {
   it('reads 429, 502, 503 and 504 as congestion', () => {

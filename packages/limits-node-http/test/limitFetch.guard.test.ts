@@ -2,8 +2,8 @@ import { type Guard, type GuardOptions, guard } from 'limits-breaker';
 import { Limiter, type ReleaseEvent, RetryPolicy } from 'limits-core';
 import { Request as UndiciRequest, fetch as undiciFetch } from 'undici';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, test } from 'vitest';
-import { fetchGuard } from '../src/fetchGuard.js';
-import { limitFetch } from '../src/limitFetch.js';
+import { limitFetch } from '../src/fetch/limitFetch.js';
+import { fetchGuard } from '../src/shared/httpGuard.js';
 import {
   type FetchServer,
   gate,

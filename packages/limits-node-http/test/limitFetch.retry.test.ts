@@ -8,7 +8,7 @@ import {
 } from 'limits-core';
 import { Request as UndiciRequest, fetch as undiciFetch } from 'undici';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { limitFetch } from '../src/limitFetch.js';
+import { limitFetch } from '../src/fetch/limitFetch.js';
 import { type FetchServer, ManualClock, reply, startServer, until } from './support/fetchServer.js';
 
 const fetches = [

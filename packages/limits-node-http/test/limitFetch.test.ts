@@ -3,7 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { LimitExceededError, Limiter, type ReleaseEvent } from 'limits-core';
 import { fetch as undiciFetch } from 'undici';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, test } from 'vitest';
-import { limitFetch, retryAfterMs } from '../src/limitFetch.js';
+import { limitFetch, retryAfterMs } from '../src/fetch/limitFetch.js';
 import {
   type FetchServer,
   gate,

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter, retryAfterVerdict } from '../src/retryAfter.js';
+import {
+  MAX_RETRY_AFTER_MS,
+  parseRetryAfter,
+  retryAfterVerdict,
+} from '../src/shared/retryAfter.js';
 
 const NOW = Date.parse('2015-10-21T07:28:00Z');
 

@@ -11,8 +11,8 @@ import {
   type RetryPolicy,
   systemClock,
 } from 'limits-core';
-import { isFetchGuard, type LimitFetchGuard } from './fetchGuard.js';
-import { checkRetryPolicy, isIdempotent } from './retryOptions.js';
+import { isFetchGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
+import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
 
 /** What a `limitFetch` call is about, for `limiter` functions, `classify` and `retryable`. */
 export interface LimitFetchRequest {

@@ -1,7 +1,7 @@
 import { OUTCOMES as OUTCOME_NAMES, type Outcome } from 'limits-core';
-import { classifyError, classifyStatus } from './classify.js';
-import type { FetchExchange } from './fetchGuard.js';
-import type { LimitFetchConfig, LimitFetchRequest } from './limitFetchOptions.js';
+import type { FetchExchange } from '../shared/httpGuard.js';
+import { classifyError, classifyStatus } from '../shared/outcome.js';
+import type { LimitFetchConfig, LimitFetchRequest } from './options.js';
 
 /** @internal How `limitFetch` calls the fetch it wraps. */
 export type Send = (input: unknown, init?: RequestInit) => Promise<Response>;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ShedCall, type ShedHost } from './loadShedCall.js';
-import { type ShedError, type ShedResponse, shedResponse } from './loadShedResponse.js';
+import { ShedCall, type ShedHost } from './ShedCall.js';
+import { type ShedError, type ShedResponse, shedResponse } from './shedResponse.js';
 
 /** The part of a Fastify request `loadShed` uses (no dependency on fastify's types). */
 export interface FastifyRequestLike {

@@ -1,5 +1,5 @@
 import { LimitExceededError, type Limiter } from 'limits-core';
-import type { LimiterSource } from './interceptorOptions.js';
+import type { LimiterSource } from './options.js';
 
 /**
  * The limiter of each origin for a function `limiter` option: the function's answer per origin,

@@ -8,9 +8,9 @@ import {
   QuotaExceededError,
   type QuotaResult,
 } from 'limits-core';
-import { classifyStatus } from './classify.js';
-import { type DiagnosticsHandle, publishDiagnostics } from './diagnostics.js';
-import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './loadShedCall.js';
+import { type DiagnosticsHandle, publishDiagnostics } from '../metrics/diagnostics.js';
+import type { LimitsSource } from '../metrics/source.js';
+import { classifyStatus } from '../shared/outcome.js';
 import {
   type FastifyAdmission,
   FastifyCall,
@@ -18,14 +18,10 @@ import {
   type FastifyRequestLike,
   fastifyPlugin,
   type LoadShedPlugin,
-} from './loadShedFastify.js';
-import {
-  type LoadShedOptions,
-  type ResolvedShedOptions,
-  resolveShedOptions,
-} from './loadShedOptions.js';
-import { parseTimeoutHeader, type ShedError, writeShed } from './loadShedResponse.js';
-import type { LimitsSource } from './metricsSource.js';
+} from './fastify.js';
+import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';
+import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './ShedCall.js';
+import { parseTimeoutHeader, type ShedError, writeShed } from './shedResponse.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a

@@ -1,6 +1,6 @@
 import type { ReadableStreamReadResult, UnderlyingSource } from 'node:stream/web';
 import type { Clock, Outcome } from 'limits-core';
-import { classifyError } from './classify.js';
+import { classifyError } from '../shared/outcome.js';
 
 const noop = (): void => {};
 

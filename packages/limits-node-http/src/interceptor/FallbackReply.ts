@@ -1,9 +1,5 @@
 import { formatValue } from 'limits-core';
-import type {
-  DispatchController,
-  DispatchHandler,
-  InterceptorHeaders,
-} from './interceptorTypes.js';
+import type { DispatchController, DispatchHandler, InterceptorHeaders } from './dispatcher.js';
 
 /**
  * What a guard's `fallback` may return for `limitInterceptor`, besides a `Response`: a response

@@ -1,17 +1,17 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
-import type { LimitFetchGuard } from './fetchGuard.js';
-import { type CallerAbortTarget, LimitController } from './interceptorController.js';
-import { LimitHandler } from './interceptorHandler.js';
-import type { InterceptorConfig } from './interceptorOptions.js';
-import { decideOutcome } from './interceptorOutcome.js';
+import type { LimitFetchGuard } from '../shared/httpGuard.js';
+import { retryAfterVerdict } from '../shared/retryAfter.js';
+import { type CallerAbortTarget, LimitController } from './Caller.js';
 import type {
   Dispatch,
   DispatchController,
   DispatchHandler,
   DispatchOptions,
   InterceptorHeaders,
-} from './interceptorTypes.js';
-import { retryAfterVerdict } from './retryAfter.js';
+} from './dispatcher.js';
+import { LimitHandler } from './LimitHandler.js';
+import type { InterceptorConfig } from './options.js';
+import { decideOutcome } from './outcome.js';
 
 /**
  * Whether a request can be sent again as it is: no body, or one held in memory (a stream or an

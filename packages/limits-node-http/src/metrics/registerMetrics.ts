@@ -1,9 +1,9 @@
 import { checkKeys, checkString, formatValue } from 'limits-core';
-import { loadPromClient, type PromClient, type PromRegistry } from './metricsPromClient.js';
-import { type MetricsHandle, Registration, seriesNames } from './metricsRegistration.js';
-import { type LimitsSource, resolveSource } from './metricsSource.js';
+import { loadPromClient, type PromClient, type PromRegistry } from './promClient.js';
+import { type MetricsHandle, Registration, seriesNames } from './Registration.js';
+import { type LimitsSource, resolveSource } from './source.js';
 
-export type { MetricsHandle } from './metricsRegistration.js';
+export type { MetricsHandle } from './Registration.js';
 
 /** Default buckets of the RTT histogram, in seconds: 1 ms to 10 s. */
 export const defaultRttBuckets: readonly number[] = Object.freeze([

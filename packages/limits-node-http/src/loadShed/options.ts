@@ -9,7 +9,7 @@ import {
   type PartitionedLimiter,
   type Quota,
 } from 'limits-core';
-import type { ShedError } from './loadShedResponse.js';
+import type { ShedError } from './shedResponse.js';
 
 /**
  * Options of {@link loadShed}. Every option is checked when `loadShed()` is called: an unknown key is

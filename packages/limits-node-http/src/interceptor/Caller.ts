@@ -1,4 +1,4 @@
-import type { DispatchController } from './interceptorTypes.js';
+import type { DispatchController } from './dispatcher.js';
 
 /** What a {@link LimitController} tells about the caller's abort. */
 export interface CallerAbortTarget {

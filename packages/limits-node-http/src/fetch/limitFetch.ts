@@ -6,24 +6,24 @@ import {
   type Outcome,
   type Permit,
 } from 'limits-core';
-import { publishDiagnostics } from './diagnostics.js';
-import { BodyLease, holdBody } from './fetchBody.js';
-import { anySignal, FetchBudget } from './fetchBudget.js';
-import { Exchange, errorOutcome, exchange, outcomes, type Send } from './fetchExchange.js';
+import { publishDiagnostics } from '../metrics/diagnostics.js';
+import type { LimitsSource } from '../metrics/source.js';
 import {
   asFallbackResponse,
   type FetchAttempt,
   type FetchCallContext,
   type FetchExchange,
-} from './fetchGuard.js';
+} from '../shared/httpGuard.js';
+import { parseRetryAfter, retryAfterVerdict } from '../shared/retryAfter.js';
+import { BodyLease, holdBody } from './BodyLease.js';
+import { Exchange, errorOutcome, exchange, outcomes, type Send } from './exchange.js';
+import { anySignal, FetchBudget } from './FetchBudget.js';
 import {
   type LimitFetchConfig,
   type LimitFetchOptions,
   type LimitFetchRequest,
   resolveLimitFetchOptions,
-} from './limitFetchOptions.js';
-import type { LimitsSource } from './metricsSource.js';
-import { parseRetryAfter, retryAfterVerdict } from './retryAfter.js';
+} from './options.js';
 
 /** Any fetch function: the global one, undici's, or a wrapper with the same shape. */
 export type FetchFunction = (input: never, init?: never) => Promise<unknown>;

@@ -13,14 +13,14 @@ import {
   type PromLabels,
   type PromMetricConfig,
   type PromRegistry,
-} from './metricsPromClient.js';
+} from './promClient.js';
 import type {
   GuardCircuitState,
   GuardFallbackReason,
   GuardSource,
   ResolvedSource,
-} from './metricsSource.js';
-import { type Slot, Tally } from './metricsTally.js';
+} from './source.js';
+import { type Slot, Tally } from './Tally.js';
 
 /** What `registerMetrics` returns. */
 export interface MetricsHandle {

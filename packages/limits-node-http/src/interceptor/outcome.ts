@@ -1,8 +1,8 @@
 import type { Outcome } from 'limits-core';
-import { classifyError, classifyStatus } from './classify.js';
-import type { InterceptedCall, InterceptorConfig } from './interceptorOptions.js';
-import type { InterceptorHeaders } from './interceptorTypes.js';
-import { parseRetryAfter } from './retryAfter.js';
+import { classifyError, classifyStatus } from '../shared/outcome.js';
+import { parseRetryAfter } from '../shared/retryAfter.js';
+import type { InterceptorHeaders } from './dispatcher.js';
+import type { InterceptedCall, InterceptorConfig } from './options.js';
 
 const OUTCOMES: ReadonlySet<unknown> = new Set<Outcome>([
   'success',

@@ -1,4 +1,4 @@
-import type { PromCounter, PromLabels } from './metricsPromClient.js';
+import type { PromCounter, PromLabels } from './promClient.js';
 
 /** One series of a {@link Tally}: its labels and the count not yet handed to prom-client. */
 export interface Slot {

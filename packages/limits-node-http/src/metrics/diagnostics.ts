@@ -1,6 +1,6 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { AcquireEvent, LimitEvent, Limiter, RejectEvent, ReleaseEvent } from 'limits-core';
-import { type LimitsSource, resolveSource } from './metricsSource.js';
+import { type LimitsSource, resolveSource } from './source.js';
 
 /** The names of the `node:diagnostics_channel` channels limits publishes on. */
 export const diagnosticsChannels = Object.freeze({

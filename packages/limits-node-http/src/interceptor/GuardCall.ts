@@ -4,7 +4,7 @@ import type {
   GuardAttempt,
   GuardExchange,
   LimitFetchGuard,
-} from './fetchGuard.js';
+} from '../shared/httpGuard.js';
 
 /** What a {@link GuardCall} reports to the `LimitHandler` it serves. */
 export interface GuardCallOwner {

@@ -6,19 +6,19 @@ import type {
   PermitRequest,
   QueueTicket,
 } from 'limits-core';
-import type { LimitFetchGuard } from './fetchGuard.js';
-import { type CallerAbortTarget, LimitController } from './interceptorController.js';
-import { FallbackReply } from './interceptorFallback.js';
-import { GuardCall, type GuardCallOwner } from './interceptorGuard.js';
-import type { InterceptorConfig } from './interceptorOptions.js';
-import { decideOutcome, reportRetryAfter } from './interceptorOutcome.js';
+import type { LimitFetchGuard } from '../shared/httpGuard.js';
+import { type CallerAbortTarget, LimitController } from './Caller.js';
 import type {
   Dispatch,
   DispatchController,
   DispatchHandler,
   DispatchOptions,
   InterceptorHeaders,
-} from './interceptorTypes.js';
+} from './dispatcher.js';
+import { FallbackReply } from './FallbackReply.js';
+import { GuardCall, type GuardCallOwner } from './GuardCall.js';
+import type { InterceptorConfig } from './options.js';
+import { decideOutcome, reportRetryAfter } from './outcome.js';
 
 /**
  * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and

@@ -12,9 +12,9 @@ import {
   type RetryPolicy,
   systemClock,
 } from 'limits-core';
-import { isFetchGuard, type LimitFetchGuard } from './fetchGuard.js';
-import type { InterceptorHeaders } from './interceptorTypes.js';
-import { checkRetryPolicy, isIdempotent } from './retryOptions.js';
+import { isFetchGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
+import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
+import type { InterceptorHeaders } from './dispatcher.js';
 
 /**
  * Where `limitInterceptor` gets its limiter: one {@link Limiter} for every request, or a function of

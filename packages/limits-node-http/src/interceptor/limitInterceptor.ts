@@ -1,21 +1,21 @@
 import type { Limiter } from 'limits-core';
-import { publishDiagnostics } from './diagnostics.js';
-import { LimitHandler } from './interceptorHandler.js';
-import { OriginLimiters, originLimiters } from './interceptorLimiters.js';
-import {
-  type InterceptorConfig,
-  type LimiterSource,
-  type LimitInterceptorOptions,
-  resolveInterceptorOptions,
-} from './interceptorOptions.js';
-import { isReplayable, RetryingHandler } from './interceptorRetry.js';
+import { publishDiagnostics } from '../metrics/diagnostics.js';
+import type { LimitsSource } from '../metrics/source.js';
 import type {
   Dispatch,
   DispatchHandler,
   DispatchInterceptor,
   DispatchOptions,
-} from './interceptorTypes.js';
-import type { LimitsSource } from './metricsSource.js';
+} from './dispatcher.js';
+import { LimitHandler } from './LimitHandler.js';
+import { OriginLimiters, originLimiters } from './OriginLimiters.js';
+import {
+  type InterceptorConfig,
+  type LimiterSource,
+  type LimitInterceptorOptions,
+  resolveInterceptorOptions,
+} from './options.js';
+import { isReplayable, RetryingHandler } from './RetryingHandler.js';
 
 /**
  * An undici interceptor that puts every request under a limits-core {@link Limiter}, for

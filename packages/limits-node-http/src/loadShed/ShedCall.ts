@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
-import type { ShedError } from './loadShedResponse.js';
+import type { ShedError } from './shedResponse.js';
 
 /** @internal What a call asks of its {@link loadShed} instance. */
 export interface ShedHost {
