@@ -14,14 +14,16 @@ import {
   type FetchCallContext,
   type FetchExchange,
 } from '../shared/httpGuard.js';
-import { parseRetryAfter, retryAfterVerdict } from '../shared/retryAfter.js';
+import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
+import { retryResponse } from '../shared/retry.js';
+import { parseRetryAfter } from '../shared/retryAfter.js';
 import { BodyLease, holdBody } from './BodyLease.js';
-import { Exchange, errorOutcome, exchange, outcomes, type Send } from './exchange.js';
 import { anySignal, FetchBudget } from './FetchBudget.js';
 import {
   type LimitFetchConfig,
   type LimitFetchOptions,
   type LimitFetchRequest,
+  type LimitFetchResult,
   resolveLimitFetchOptions,
 } from './options.js';
 
@@ -37,10 +39,16 @@ interface RequestLike {
   clone(): RequestLike;
 }
 
+/** How `limitFetch` calls the fetch it wraps. */
+type Send = (input: unknown, init?: RequestInit) => Promise<Response>;
+
 const noop = (): void => {};
 
 /** Each response handed out whose body holds a permit: its lease. */
 const leases = new WeakMap<object, BodyLease>();
+
+/** Each response handed out (with `retry`): its outcome, for the retry decision. */
+const outcomes = new WeakMap<object, Outcome>();
 
 /**
  * Wraps `fetch` so that every request needs a permit from a limits-core `Limiter` (or goes through a
@@ -185,12 +193,12 @@ function retryVerdict(
 ): boolean | number {
   if (budget.expired || budget.callerSignal?.aborted) return false;
   if (result.ok) {
-    const outcome = outcomes.get(result.value);
-    if (outcome !== 'dropped' && outcome !== 'failure') return false;
-    return retryAfterVerdict(result.value.headers.get('retry-after'));
+    const outcome = outcomes.get(result.value) ?? 'ignore';
+    return retryResponse(outcome, result.value.headers.get('retry-after'));
   }
   if (isRefusal(result.error)) return false;
-  return errorOutcome(c, request, result.error, budget.callerSignal) === 'dropped';
+  const error = result.error;
+  return fetchOutcome(c, { ...request, error }, budget.callerSignal) === 'dropped';
 }
 
 /** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
@@ -214,10 +222,10 @@ async function attempt(
   const permit = await acquire(limiter, budget);
   const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
   if (!x.failed && keepsBody(c, x.response as Response)) {
-    const held = holdResponse(c, x, budget, (outcome) => releaseAs(permit, outcome));
+    const held = holdResponse(c, x, budget, (outcome) => releaseWith(permit, outcome));
     if (held !== undefined) return held;
   }
-  releaseAs(permit, x.outcome);
+  releaseWith(permit, x.outcome);
   if (x.failed) throw x.error;
   return x.response as Response;
 }
@@ -352,9 +360,55 @@ function holdResponse(
   return held;
 }
 
-function releaseAs(permit: Permit, outcome: Outcome): void {
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
+/** How one request ended: with a response, or with an error (`failed`). Never rejects. */
+class Exchange implements FetchExchange {
+  constructor(
+    readonly outcome: Outcome,
+    readonly failed: boolean,
+    readonly response: Response | undefined,
+    readonly error: unknown,
+  ) {}
+}
+
+/** Sends the request under `signal` and classifies how it ended. */
+async function exchange(
+  c: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+  request: LimitFetchRequest,
+  signal: AbortSignal | undefined,
+  callerSignal: AbortSignal | undefined,
+): Promise<Exchange> {
+  // Aborted while it waited for its permit: never sent, says nothing about the downstream.
+  if (signal?.aborted) return new Exchange('ignore', true, undefined, signal.reason);
+  let response: Response;
+  try {
+    response = await send(input, signal === undefined ? init : { ...init, signal });
+  } catch (error) {
+    const outcome = fetchOutcome(c, { ...request, error }, callerSignal);
+    return new Exchange(outcome, true, undefined, error);
+  }
+  const outcome = fetchOutcome(c, { ...request, response }, callerSignal);
+  if (c.retry !== undefined) outcomes.set(response, outcome);
+  return new Exchange(outcome, false, response, undefined);
+}
+
+/**
+ * `limitFetch`'s classification of how a request ended: the caller's own abort is `ignore` (and not
+ * asked about); otherwise the `classify` option's answer when it gives one, else the shared rules —
+ * a response by `classifyStatus`, an error by `classifyError`.
+ */
+function fetchOutcome(
+  c: LimitFetchConfig,
+  result: LimitFetchResult,
+  callerSignal: AbortSignal | undefined,
+): Outcome {
+  if (result.response === undefined && callerSignal?.aborted) return 'ignore';
+  return (
+    userOutcome(c.classify, result) ??
+    (result.response === undefined
+      ? classifyError(result.error)
+      : classifyStatus(result.response.status))
+  );
 }

@@ -7,6 +7,8 @@ import type {
   QueueTicket,
 } from 'limits-core';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
+import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
+import { parseRetryAfter } from '../shared/retryAfter.js';
 import { type CallerAbortTarget, LimitController } from './Caller.js';
 import type {
   Dispatch,
@@ -17,8 +19,7 @@ import type {
 } from './dispatcher.js';
 import { FallbackReply } from './FallbackReply.js';
 import { GuardCall, type GuardCallOwner } from './GuardCall.js';
-import type { InterceptorConfig } from './options.js';
-import { decideOutcome, reportRetryAfter } from './outcome.js';
+import type { InterceptedCall, InterceptorConfig } from './options.js';
 
 /**
  * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and
@@ -373,7 +374,7 @@ export class LimitHandler
 
   /** The outcome of the response (`error` undefined) or of the error that ended the request. */
   #decide(error: unknown): Outcome {
-    return decideOutcome(
+    return requestOutcome(
       this.#config,
       this.#origin,
       this.#opts.method,
@@ -388,9 +389,49 @@ export class LimitHandler
     const permit = this.#permit;
     if (permit === undefined) return;
     this.#permit = undefined;
-    if (outcome === 'success') permit.success();
-    else if (outcome === 'dropped') permit.dropped();
-    else if (outcome === 'failure') permit.failure();
-    else permit.ignore();
+    releaseWith(permit, outcome);
   }
+}
+
+/**
+ * `limitInterceptor`'s classification of how a request ended, with the response `statusCode`
+ * (`error` undefined) or with `error`: the `classify` option's answer when it gives one, else the
+ * shared rules — `classifyStatus` / `classifyError`.
+ */
+export function requestOutcome(
+  config: InterceptorConfig,
+  origin: string,
+  method: string,
+  statusCode: number,
+  headers: InterceptorHeaders | undefined,
+  error: unknown,
+): Outcome {
+  const call: InterceptedCall = {
+    origin,
+    method,
+    statusCode: statusCode === 0 ? undefined : statusCode,
+    headers,
+    error,
+  };
+  return (
+    userOutcome(config.classify, call) ??
+    (error === undefined ? classifyStatus(statusCode) : classifyError(error))
+  );
+}
+
+/** Reports a response's valid `Retry-After` to the `onRetryAfter` option, if any. */
+function reportRetryAfter(
+  config: InterceptorConfig,
+  origin: string,
+  method: string,
+  statusCode: number,
+  headers: InterceptorHeaders,
+): void {
+  const onRetryAfter = config.onRetryAfter;
+  if (onRetryAfter === undefined) return;
+  const value = headers['retry-after'];
+  // Several Retry-After headers are refused, as a comma-joined value is.
+  const retryAfterMs = parseRetryAfter(typeof value === 'string' ? value : undefined);
+  if (retryAfterMs === undefined) return;
+  onRetryAfter({ origin, method, statusCode, retryAfterMs });
 }

@@ -1,6 +1,6 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
-import { retryAfterVerdict } from '../shared/retryAfter.js';
+import { retryResponse } from '../shared/retry.js';
 import { type CallerAbortTarget, LimitController } from './Caller.js';
 import type {
   Dispatch,
@@ -9,9 +9,8 @@ import type {
   DispatchOptions,
   InterceptorHeaders,
 } from './dispatcher.js';
-import { LimitHandler } from './LimitHandler.js';
+import { LimitHandler, requestOutcome } from './LimitHandler.js';
 import type { InterceptorConfig } from './options.js';
-import { decideOutcome } from './outcome.js';
 
 /**
  * Whether a request can be sent again as it is: no body, or one held in memory (a stream or an
@@ -167,15 +166,14 @@ export class RetryingHandler implements CallerAbortTarget {
     if (!result.ok) {
       const { error } = result;
       if ((error as { name?: unknown } | null)?.name === 'TimeoutError') return false;
-      return decideOutcome(config, this.#origin, method, 0, undefined, error) === 'dropped';
+      return requestOutcome(config, this.#origin, method, 0, undefined, error) === 'dropped';
     }
     // A guard fallback's answer is final (retrying would meet the open circuit again).
     if (result.value.fallback) return false;
     const { statusCode, headers } = result.value;
-    const outcome = decideOutcome(config, this.#origin, method, statusCode, headers, undefined);
-    if (outcome !== 'dropped' && outcome !== 'failure') return false;
+    const outcome = requestOutcome(config, this.#origin, method, statusCode, headers, undefined);
     const value = headers['retry-after'];
-    return retryAfterVerdict(typeof value === 'string' ? value : undefined);
+    return retryResponse(outcome, typeof value === 'string' ? value : undefined);
   }
 
   #adopt(attempt: Attempt): void {

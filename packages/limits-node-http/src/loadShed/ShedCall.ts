@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
+import { classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
 import type { ShedError } from './shedResponse.js';
 
 /** @internal What a call asks of its {@link loadShed} instance. */
@@ -125,7 +126,7 @@ export abstract class ShedCall implements PermitRequest {
     const permit = this.permit;
     if (permit !== undefined) {
       this.permit = undefined;
-      release(permit, this.res.writableFinished ? this.host.outcome(this.res) : 'ignore');
+      releaseWith(permit, this.res.writableFinished ? this.host.outcome(this.res) : 'ignore');
       return;
     }
     const ticket = this.ticket;
@@ -159,11 +160,15 @@ export abstract class ShedCall implements PermitRequest {
   }
 }
 
-function release(permit: Permit, outcome: Outcome): void {
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
+/**
+ * `loadShed`'s classification of a response that finished: the `classify` option's answer when it
+ * gives one, else the shared status rules (`classifyStatus`).
+ */
+export function responseOutcome(
+  classify: ((res: ServerResponse) => Outcome | undefined) | undefined,
+  res: ServerResponse,
+): Outcome {
+  return userOutcome(classify, res) ?? classifyStatus(res.statusCode);
 }
 
 /** A connect/Express middleware call: proceeds with `next()`. */

@@ -10,7 +10,6 @@ import {
 } from 'limits-core';
 import { type DiagnosticsHandle, publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
-import { classifyStatus } from '../shared/outcome.js';
 import {
   type FastifyAdmission,
   FastifyCall,
@@ -20,7 +19,13 @@ import {
   type LoadShedPlugin,
 } from './fastify.js';
 import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';
-import { HandlerCall, MiddlewareCall, type ShedCall, type ShedHost } from './ShedCall.js';
+import {
+  HandlerCall,
+  MiddlewareCall,
+  responseOutcome,
+  type ShedCall,
+  type ShedHost,
+} from './ShedCall.js';
 import { parseTimeoutHeader, type ShedError, writeShed } from './shedResponse.js';
 
 /**
@@ -119,23 +124,7 @@ class Shedder implements ShedHost, FastifyAdmission {
   }
 
   outcome(res: ServerResponse): Outcome {
-    const classify = this.#classify;
-    if (classify !== undefined) {
-      try {
-        const outcome = classify(res);
-        if (
-          outcome === 'success' ||
-          outcome === 'dropped' ||
-          outcome === 'failure' ||
-          outcome === 'ignore'
-        ) {
-          return outcome;
-        }
-      } catch {
-        // Documented: a throwing classify falls back to the default table.
-      }
-    }
-    return classifyStatus(res.statusCode);
+    return responseOutcome(this.#classify, res);
   }
 
   /** The quota answered: a refusal is answered at once (the limiter never sees it), else admit. */

@@ -1,10 +1,12 @@
 /**
- * One classification of outbound HTTP results, shared by `limitFetch` and `limitInterceptor`: which
- * statuses and errors mean congestion (`dropped`: the limit backs off, and a breaker failure), which
- * mean a broken downstream (`failure`: a breaker failure only), and which say nothing (`ignore`).
- * Nothing here knows about fetch or undici's handler API: statuses, errors and signals only.
+ * The outcome of an HTTP call, the one set of rules every entry point uses: which statuses and errors
+ * mean congestion (`dropped`: the limit backs off, and a breaker failure), which mean a broken
+ * downstream (`failure`: a breaker failure only), and which say nothing (`ignore`); how a user's
+ * `classify` is asked first; and how a permit is told the outcome. Each entry point classifies in
+ * one function built on these (`fetchOutcome`, `requestOutcome`, `responseOutcome`). Nothing here
+ * knows about fetch, undici or node:http: statuses, errors and signals only.
  */
-import type { Outcome } from 'limits-core';
+import { OUTCOMES, type Outcome, type Permit } from 'limits-core';
 
 /** An HTTP call's outcome: limits-core's one vocabulary (`success | dropped | failure | ignore`). */
 export type HttpOutcome = Outcome;
@@ -73,4 +75,36 @@ export function classifyError(error: unknown, callerSignal?: AbortSignal): HttpO
     e = cause;
   }
   return 'failure';
+}
+
+const VALID: ReadonlySet<unknown> = new Set<Outcome>(OUTCOMES);
+
+/**
+ * What a user's `classify` answers for `subject`: its outcome, or `undefined` (the caller's default
+ * applies) when there is no `classify`, it returns `undefined` or anything that is not an outcome,
+ * or it throws.
+ */
+export function userOutcome<T>(
+  classify: ((subject: T) => Outcome | undefined) | undefined,
+  subject: T,
+): Outcome | undefined {
+  if (classify === undefined) return undefined;
+  let outcome: unknown;
+  try {
+    outcome = classify(subject);
+  } catch {
+    return undefined;
+  }
+  return VALID.has(outcome) ? (outcome as Outcome) : undefined;
+}
+
+/** What {@link releaseWith} needs of a permit: its four outcome methods (a limits-core `Permit`). */
+export type OutcomeReport = Pick<Permit, 'success' | 'dropped' | 'failure' | 'ignore'>;
+
+/** Reports `outcome` to `permit` (the permit's first report wins, as for its own methods). */
+export function releaseWith(permit: OutcomeReport, outcome: Outcome): void {
+  if (outcome === 'success') permit.success();
+  else if (outcome === 'dropped') permit.dropped();
+  else if (outcome === 'failure') permit.failure();
+  else permit.ignore();
 }

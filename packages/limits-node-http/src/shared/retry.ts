@@ -1,4 +1,9 @@
-import { formatValue, type RetryPolicy } from 'limits-core';
+/**
+ * The retry rules `limitFetch` and `limitInterceptor` share: which requests may be repeated by
+ * default, the `retry` option's check, and what a response means for a retry.
+ */
+import { formatValue, type Outcome, type RetryPolicy } from 'limits-core';
+import { retryAfterVerdict } from './retryAfter.js';
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
 
@@ -20,4 +25,20 @@ export function checkRetryPolicy(value: unknown): RetryPolicy | undefined {
   )
     return value as RetryPolicy;
   throw new TypeError(`limits: option "retry" must be a RetryPolicy, got ${formatValue(value)}`);
+}
+
+/**
+ * Whether an attempt that got a response classified `outcome` is retried (the policy's `retryIf`
+ * answer): `dropped` and `failure` (429, 5xx) are, after at least the response's valid
+ * `Retry-After` in ms, and never when that asks for more than a day (`false`: the downstream said
+ * not to come back soon); without a valid one, after the policy's own back-off (`true`). Any other
+ * outcome ends the call. (An attempt that ended in an error is retried only when `dropped`.)
+ * @param retryAfter - the response's `Retry-After` header, as read.
+ */
+export function retryResponse(
+  outcome: Outcome,
+  retryAfter: string | null | undefined,
+): boolean | number {
+  if (outcome !== 'dropped' && outcome !== 'failure') return false;
+  return retryAfterVerdict(retryAfter);
 }
