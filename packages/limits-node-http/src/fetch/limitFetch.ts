@@ -1,6 +1,7 @@
 import {
   type AcquireOptions,
   type AttemptResult,
+  formatValue,
   isRefusal,
   type Limiter,
   type Outcome,
@@ -8,12 +9,7 @@ import {
 } from 'limits-core';
 import { publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
-import {
-  asFallbackResponse,
-  type FetchAttempt,
-  type FetchCallContext,
-  type FetchExchange,
-} from '../shared/httpGuard.js';
+import type { AttemptOutcome, FetchCallContext, HttpAttempt } from '../shared/httpGuard.js';
 import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
 import { retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
@@ -271,7 +267,7 @@ async function guarded(
 }
 
 /** The guard's action for one attempt. */
-class GuardedAttempt implements FetchAttempt {
+class GuardedAttempt implements HttpAttempt {
   constructor(
     readonly c: LimitFetchConfig,
     readonly send: Send,
@@ -281,7 +277,7 @@ class GuardedAttempt implements FetchAttempt {
     readonly budget: FetchBudget,
   ) {}
 
-  async run(ctx: FetchCallContext): Promise<FetchExchange> {
+  async run(ctx: FetchCallContext): Promise<Exchange> {
     const { c, budget } = this;
     const signal = budget.signal === undefined ? ctx.signal : anySignal(budget.signal, ctx.signal);
     const x = await exchange(
@@ -302,6 +298,15 @@ class GuardedAttempt implements FetchAttempt {
     hold.release(x.outcome);
     return x;
   }
+}
+
+/** A fallback's answer must be a `Response`. */
+function asFallbackResponse(value: unknown): Response {
+  if (typeof value === 'object' && value !== null && typeof (value as Response).status === 'number')
+    return value as Response;
+  throw new TypeError(
+    `limits: a fetchGuard fallback must return a Response, got ${formatValue(value)}`,
+  );
 }
 
 /**
@@ -361,7 +366,7 @@ function holdResponse(
 }
 
 /** How one request ended: with a response, or with an error (`failed`). Never rejects. */
-class Exchange implements FetchExchange {
+class Exchange implements AttemptOutcome {
   constructor(
     readonly outcome: Outcome,
     readonly failed: boolean,

@@ -11,7 +11,7 @@ import {
   type RetryPolicy,
   systemClock,
 } from 'limits-core';
-import { isFetchGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
+import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
 import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
 
 /** What a `limitFetch` call is about, for `limiter` functions, `classify` and `retryable`. */
@@ -162,7 +162,7 @@ export function resolveLimitFetchOptions(fetch: unknown, options: unknown): Limi
       `limits: option "limiter" must be a Limiter or a function (origin, request) => Limiter | undefined, got ${formatValue(o.limiter)}`,
     );
   }
-  if (o.guard !== undefined && !isFetchGuard(o.guard)) {
+  if (o.guard !== undefined && !isHttpGuard(o.guard)) {
     throw new TypeError(
       `limits: option "guard" must be a guard made by fetchGuard(guard, options), got ${formatValue(o.guard)}`,
     );

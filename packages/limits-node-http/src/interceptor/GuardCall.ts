@@ -1,8 +1,8 @@
 import type { Outcome } from 'limits-core';
 import type {
+  AttemptOutcome,
   FetchCallContext,
-  GuardAttempt,
-  GuardExchange,
+  HttpAttempt,
   LimitFetchGuard,
 } from '../shared/httpGuard.js';
 
@@ -29,7 +29,7 @@ export interface GuardCallOwner {
  * (`judge`), holding the permit with `ctx.hold()` until the body ends (`release`); or when the request
  * fails before its headers, with the failure's outcome. It never rejects.
  */
-export class GuardCall implements GuardAttempt, GuardExchange {
+export class GuardCall implements HttpAttempt, AttemptOutcome {
   /** The outcome the guard's `classify` reads when the action settles. */
   outcome: Outcome = 'ignore';
   readonly #owner: GuardCallOwner;
@@ -55,7 +55,7 @@ export class GuardCall implements GuardAttempt, GuardExchange {
   }
 
   /** The guard's action: dispatch the request, unless the caller gave up while it was queued. */
-  run(ctx: FetchCallContext): Promise<GuardExchange> {
+  run(ctx: FetchCallContext): Promise<AttemptOutcome> {
     // Cancelled while queued (the caller's abort, the time budget): never sent, not a sample.
     if (this.#cancelled) return Promise.resolve(this);
     this.#ctx = ctx;

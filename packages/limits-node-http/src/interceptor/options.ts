@@ -12,7 +12,7 @@ import {
   type RetryPolicy,
   systemClock,
 } from 'limits-core';
-import { isFetchGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
+import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
 import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
 import type { InterceptorHeaders } from './dispatcher.js';
 
@@ -244,7 +244,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
 function checkGuard(options: LimitInterceptorOptions): LimitFetchGuard | undefined {
   const { guard } = options;
   if (guard === undefined) return undefined;
-  if (!isFetchGuard(guard)) {
+  if (!isHttpGuard(guard)) {
     throw new TypeError(
       `limits: option "guard" must be a guard made by fetchGuard(guard, options), got ${formatValue(guard)}`,
     );

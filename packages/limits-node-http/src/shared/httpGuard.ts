@@ -1,3 +1,9 @@
+/**
+ * The guard of an HTTP call: a limits-breaker guard (a circuit breaker over a limiter) whose action is
+ * one HTTP attempt and whose breaker judges the attempt's own outcome. {@link fetchGuard} builds it;
+ * `limitFetch` and `limitInterceptor` both take it (one guard may serve both), and each hands
+ * `guard.fire()` an {@link HttpAttempt} of its own.
+ */
 import { checkObject, formatValue, type Outcome } from 'limits-core';
 
 /**
@@ -11,39 +17,27 @@ export interface FetchCallContext {
 }
 
 /**
- * @internal How one attempt through the guard ended, as the guard's `classify` reads it: the
- * attempt's outcome (an attempt never rejects; a failed request is an attempt with its outcome).
+ * How one attempt ended, as the guard's `classify` reads it: the attempt's outcome. An attempt never
+ * rejects: a failed request is an attempt with its outcome.
  */
-export interface GuardExchange {
+export interface AttemptOutcome {
   readonly outcome: Outcome;
 }
 
 /**
- * @internal One attempt of a `limitFetch` call or of a `limitInterceptor` request, as the guard's
- * action gets it: `run` sends the request under `ctx.signal` and resolves when its headers arrive
- * (or it failed), holding the permit (`ctx.hold()`) while the body streams.
+ * One HTTP attempt, as the guard's action runs it (one `limitFetch` attempt or one
+ * `limitInterceptor` request): `run` sends the request under `ctx.signal` and resolves when its
+ * headers arrive (or it failed), holding the permit with `ctx.hold()` while the body streams.
  */
-export interface GuardAttempt {
-  run(ctx: FetchCallContext): Promise<GuardExchange>;
-}
-
-/** @internal One attempt of a `limitFetch` call: `run` also sends under the call's signal. */
-export interface FetchAttempt extends GuardAttempt {
-  run(ctx: FetchCallContext): Promise<FetchExchange>;
-}
-
-/** @internal How a `limitFetch` attempt ended: with a response, or with an error (`failed`). */
-export interface FetchExchange extends GuardExchange {
-  readonly failed: boolean;
-  readonly response: Response | undefined;
-  readonly error: unknown;
+export interface HttpAttempt {
+  run(ctx: FetchCallContext): Promise<AttemptOutcome>;
 }
 
 /**
  * The action {@link fetchGuard} gives `guard()`: one attempt of a `limitFetch` call or of a
  * `limitInterceptor` request.
  */
-export type FetchAction = (ctx: FetchCallContext, attempt: GuardAttempt) => Promise<GuardExchange>;
+export type FetchAction = (ctx: FetchCallContext, attempt: HttpAttempt) => Promise<AttemptOutcome>;
 
 /**
  * A limits-breaker guard made by {@link fetchGuard}, for the `guard` option of `limitFetch` and of
@@ -51,7 +45,7 @@ export type FetchAction = (ctx: FetchCallContext, attempt: GuardAttempt) => Prom
  * may serve both.
  */
 export interface LimitFetchGuard {
-  fire(attempt: GuardAttempt): Promise<unknown>;
+  fire(attempt: HttpAttempt): Promise<unknown>;
 }
 
 /**
@@ -73,18 +67,18 @@ export type FetchGuardOptions<O> = Omit<O, 'classify'>;
 const made = new WeakSet<object>();
 
 /** Whether `value` was made by {@link fetchGuard}. */
-export function isFetchGuard(value: unknown): value is LimitFetchGuard {
+export function isHttpGuard(value: unknown): value is LimitFetchGuard {
   return typeof value === 'object' && value !== null && made.has(value);
 }
 
 /** The guard's action: one attempt. */
-function fetchAction(ctx: FetchCallContext, attempt: GuardAttempt): Promise<GuardExchange> {
+function runAttempt(ctx: FetchCallContext, attempt: HttpAttempt): Promise<AttemptOutcome> {
   return attempt.run(ctx);
 }
 
 /** The guard's `classify`: the attempt's outcome (an attempt never rejects). */
-function classifyExchange(error: unknown, value: unknown): Outcome | undefined {
-  return error === undefined ? (value as GuardExchange).outcome : undefined;
+function attemptOutcome(error: unknown, value: unknown): Outcome | undefined {
+  return error === undefined ? (value as AttemptOutcome).outcome : undefined;
 }
 
 /**
@@ -124,20 +118,11 @@ export function fetchGuard<F extends GuardFunction>(
       'limits: fetchGuard sets the guard\'s "classify" itself; pass "classify" to limitFetch or limitInterceptor instead',
     );
   }
-  const g = guardFn(fetchAction, {
+  const g = guardFn(runAttempt, {
     timeoutMs: false,
     ...options,
-    classify: classifyExchange,
+    classify: attemptOutcome,
   } as never) as ReturnType<F>;
   made.add(g);
   return g;
-}
-
-/** A fallback's answer must be a `Response`. */
-export function asFallbackResponse(value: unknown): Response {
-  if (typeof value === 'object' && value !== null && typeof (value as Response).status === 'number')
-    return value as Response;
-  throw new TypeError(
-    `limits: a fetchGuard fallback must return a Response, got ${formatValue(value)}`,
-  );
 }
