@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Dispatcher as Dispatcher8 } from 'undici8';
 import { describe, expect, test } from 'vitest';
 import { type LimitInterceptorOptions, limitInterceptor } from '../src/index.js';
-import { OriginLimiters } from '../src/interceptor/OriginLimiters.js';
+import { OriginLimiters } from '../src/interceptor/limitInterceptor.js';
 
 describe('limitInterceptor options', () => {
   const limiter = new Limiter({ limit: 1 });

@@ -1,27 +1,99 @@
-import type { DispatchController } from './dispatcher.js';
-
-/** What a {@link LimitController} tells about the caller's abort. */
-export interface CallerAbortTarget {
-  /** The caller aborted its request (first call only). */
-  callerAborted(reason: Error): void;
-}
+import type { DispatchController, DispatchHandler, InterceptorHeaders } from './dispatcher.js';
+import type { FallbackReply } from './FallbackReply.js';
 
 /**
- * The controller the caller's handler holds for the whole request, as undici's `RetryController`:
- * a request may wait for a permit before any connection controller exists, so the caller gets
- * this stable one, which forwards `pause`/`resume` to the current connection's controller (applying
- * a pause made before it existed) and reports an abort to the limit handler, which takes a queued
- * request out of the limiter's queue or aborts the connection.
+ * The caller of one intercepted request: the handler it gave `dispatch`, answered exactly once, and
+ * the one controller it holds for the whole request, as undici's `RetryController`. A request may
+ * wait for a permit before any connection exists, and a retried request has a connection per
+ * attempt, so the caller gets this stable controller: it forwards `pause`/`resume` to the current
+ * connection's controller (`target`, a pause made before it existed applied when it comes) and
+ * hands the caller's `abort` to the request (`onAbort`), which takes a queued request out of its
+ * queue or aborts the connection.
  */
-export class LimitController implements DispatchController {
-  readonly #owner: CallerAbortTarget;
+export class Caller implements DispatchController {
+  readonly #handler: DispatchHandler;
+  readonly #onAbort: (reason: Error) => void;
   #target: DispatchController | undefined = undefined;
   #paused = false;
   #reason: Error | null = null;
+  /** The handler got `onRequestStart`. */
+  #started = false;
+  /** The handler got its final callback (`onResponseEnd`, `onResponseError`, an upgrade). */
+  #done = false;
 
-  constructor(owner: CallerAbortTarget) {
-    this.#owner = owner;
+  /**
+   * @param handler - the caller's handler.
+   * @param onAbort - what the request does when the caller aborts (called once).
+   */
+  constructor(handler: DispatchHandler, onAbort: (reason: Error) => void) {
+    this.#handler = handler;
+    this.#onAbort = onAbort;
   }
+
+  /** Whether the caller got its final callback: nothing more reaches it. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  // The caller's handler, answered once.
+
+  /** `onRequestStart`, once (a retried request starts once for its caller). */
+  start(context: unknown): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#handler.onRequestStart?.(this, context);
+  }
+
+  responseStart(statusCode: number, headers: InterceptorHeaders, statusMessage?: string): void {
+    if (!this.#done) this.#handler.onResponseStart?.(this, statusCode, headers, statusMessage);
+  }
+
+  data(chunk: Uint8Array): void {
+    if (!this.#done) this.#handler.onResponseData?.(this, chunk);
+  }
+
+  end(trailers: InterceptorHeaders): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseEnd?.(this, trailers);
+  }
+
+  /** `onResponseError`: the request failed, was refused or timed out. */
+  fail(error: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onResponseError?.(this, error);
+  }
+
+  /** The connection was upgraded: it belongs to the caller from here on. */
+  upgrade(statusCode: number, headers: InterceptorHeaders, socket: unknown): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#handler.onRequestUpgrade?.(this, statusCode, headers, socket);
+  }
+
+  /** undici 8 reports the request body's progress; passed on. */
+  bodySent(args: unknown[]): void {
+    (this.#handler as { onBodySent?: (...a: unknown[]) => void }).onBodySent?.(...args);
+  }
+
+  /** undici 8 reports that the request was sent; passed on. */
+  requestSent(): void {
+    (this.#handler as { onRequestSent?: () => void }).onRequestSent?.();
+  }
+
+  /**
+   * A guard fallback's answer goes to the caller instead of the request's: played by `reply` (the
+   * controller's target from now on); a late callback of the request is not passed on.
+   */
+  playFallback(reply: FallbackReply): void {
+    const start = !this.#started;
+    this.#done = true;
+    this.target = reply;
+    reply.play(this.#handler, this, start);
+  }
+
+  // The controller the caller holds.
 
   /** Points the controller at a connection's controller (each dispatch has its own). */
   set target(target: DispatchController) {
@@ -65,7 +137,7 @@ export class LimitController implements DispatchController {
     if (this.#reason !== null) return;
     // undici's callers always give a reason; a bare abort() gets fetch's.
     this.#reason = reason ?? new DOMException('This operation was aborted', 'AbortError');
-    this.#owner.callerAborted(this.#reason);
+    this.#onAbort(this.#reason);
   }
 
   pause(): void {

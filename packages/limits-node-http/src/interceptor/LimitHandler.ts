@@ -6,10 +6,15 @@ import type {
   PermitRequest,
   QueueTicket,
 } from 'limits-core';
-import type { LimitFetchGuard } from '../shared/httpGuard.js';
+import type {
+  AttemptOutcome,
+  FetchCallContext,
+  HttpAttempt,
+  LimitFetchGuard,
+} from '../shared/httpGuard.js';
 import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
-import { type CallerAbortTarget, LimitController } from './Caller.js';
+import { Caller } from './Caller.js';
 import type {
   Dispatch,
   DispatchController,
@@ -18,49 +23,60 @@ import type {
   InterceptorHeaders,
 } from './dispatcher.js';
 import { FallbackReply } from './FallbackReply.js';
-import { GuardCall, type GuardCallOwner } from './GuardCall.js';
 import type { InterceptedCall, InterceptorConfig } from './options.js';
 
 /**
  * One request through `limitInterceptor`, written the way undici's own handlers are (its retry and
  * redirect handlers): the state of the call lives here, between the caller's handler and the next
- * dispatcher. It waits for a permit (as the limiter's {@link PermitRequest}: no promise, no closure),
- * dispatches when one is granted, classifies the response, and releases the permit exactly once —
- * when the body ends, errors or is aborted (or at the headers with `release: 'headers'`).
+ * dispatcher. It is admitted by a limiter or by a guard, dispatches once admitted, classifies the
+ * response, and gives back what admitted it exactly once — when the body ends, errors or is
+ * aborted (or at the headers with `release: 'headers'`).
  *
- * States, in order: waiting for a permit (`#ticket` set), dispatched (`#permit` set), connected
- * (`#connection` set), response started (`#statusCode` ≥ 200), and `#done` once the caller got its
- * final callback. The permit can outlive `#done`: a request the time budget answered early keeps
- * its permit until undici reports that it really ended.
+ * - With a limiter (`start`), the request asks for a permit as the limiter's {@link PermitRequest}
+ *   (no promise, no closure): granted at once, or queued (`#ticket`) until `granted` or `refused`.
+ * - With a guard (`startGuarded`), the request is the {@link HttpAttempt} `guard.fire()` runs:
+ *   waiting (`#waitingForGuard`) until the guard runs its action (`run`), which dispatches. The
+ *   breaker is judged when the headers arrive (the action settles with their outcome), the guard's
+ *   permit held (`ctx.hold()`) until the body ends; a fallback's answer is played to the caller by a
+ *   {@link FallbackReply} standing in for undici.
  *
- * With a `guard` (`startGuarded`), a {@link GuardCall} is both the queue ticket and the permit: the
- * guard's action dispatches through `granted`, the breaker is judged at the headers, and a
- * fallback's answer is played to this handler by a {@link FallbackReply} standing in for undici.
+ * States, in order: waiting (`#ticket`, or `#waitingForGuard`), admitted and dispatched (`#permit`,
+ * or with a guard `#ctx`), connected (`#connection`), response started (`#statusCode` ≥ 200), and
+ * the caller done once it got its final callback. What admitted the request can outlive the caller:
+ * a request the time budget answered early keeps its permit until undici reports that it really
+ * ended.
  */
-export class LimitHandler
-  implements DispatchHandler, PermitRequest, CallerAbortTarget, GuardCallOwner
-{
+export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt, AttemptOutcome {
   readonly #config: InterceptorConfig;
   readonly #dispatch: Dispatch;
   readonly #opts: DispatchOptions;
-  readonly #handler: DispatchHandler;
   readonly #origin: string;
-  readonly #controller: LimitController;
-  #permit: Permit | GuardCall | undefined = undefined;
-  #ticket: QueueTicket | GuardCall | undefined = undefined;
+  readonly #caller: Caller;
+  /** The limiter's permit, from the grant until it goes back. */
+  #permit: Permit | undefined = undefined;
+  /** The request's place in the limiter's queue, while it waits there. */
+  #ticket: QueueTicket | undefined = undefined;
+  /** Fired through a guard whose action has not run yet. */
+  #waitingForGuard = false;
+  /** Given up while waiting for the guard: when the action runs, nothing is sent. */
+  #cancelled = false;
+  /** The guard's call context, from its action's run until the request ends. */
+  #ctx: FetchCallContext | undefined = undefined;
+  /** The guard's permit, held past the action's settlement while the body streams. */
+  #hold: { release(outcome?: Outcome): void } | undefined = undefined;
+  /** Settles the guard's action (with this request), until it has settled. */
+  #settle: ((attempt: LimitHandler) => void) | undefined = undefined;
+  /** The outcome the guard's breaker judges when the action settles. */
+  #judged: Outcome = 'ignore';
   #connection: DispatchController | undefined = undefined;
   #deadline = Infinity;
   /** When the body must have ended (`bodyTimeoutMs` after the headers), when earlier than `#deadline`. */
   #bodyDeadline = Infinity;
   #timer: unknown = undefined;
-  /** The caller's handler got `onRequestStart`. */
-  #started = false;
-  /** The caller's handler got its final callback (`onResponseEnd`, `onResponseError`, an upgrade). */
-  #done = false;
   #statusCode = 0;
   #headers: InterceptorHeaders | undefined = undefined;
   /** The final response's outcome, reported when the permit goes back. */
-  #outcome: Outcome = 'success';
+  #responseOutcome: Outcome = 'success';
   #callerAbort: Error | undefined = undefined;
   #timeout: Error | undefined = undefined;
   #timeoutOutcome: Outcome = 'dropped';
@@ -79,9 +95,8 @@ export class LimitHandler
     this.#config = config;
     this.#dispatch = dispatch;
     this.#opts = opts;
-    this.#handler = handler;
     this.#origin = origin;
-    this.#controller = new LimitController(this);
+    this.#caller = new Caller(handler, (reason) => this.#callerAborted(reason));
   }
 
   /**
@@ -100,10 +115,13 @@ export class LimitHandler
       if (deadline !== Infinity) acquireOptions = { timeoutMs: deadline - config.clock.now() };
     } else if (acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
     const permit = limiter.acquireWith(this, acquireOptions);
-    if (permit !== undefined) return this.#send(permit);
+    if (permit !== undefined) {
+      this.#permit = permit;
+      return this.#send();
+    }
     // Queued (a refusal at admission already answered the caller): the caller gets its controller
     // now, so that its abort takes the request out of the limiter's queue.
-    if (this.#ticket !== undefined) this.#startCaller(null);
+    if (this.#ticket !== undefined) this.#caller.start(null);
     return true;
   }
 
@@ -119,51 +137,19 @@ export class LimitHandler
       const left = Math.max(0, this.#deadline - clock.now());
       this.#timer = clock.setTimeout(() => this.#onTimeout(), left);
     }
-    const call = new GuardCall(this);
-    this.#ticket = call;
-    call.fire(guard);
+    this.#waitingForGuard = true;
+    guard.fire(this).then(
+      (value) => (value === this ? this.#guardSettled() : this.#fallback(value)),
+      (error: Error) => this.refused(error),
+    );
     // Still waiting for the guard (the action did not run): the caller's controller now.
-    if (this.#ticket !== undefined && !this.#done) this.#startCaller(null);
+    if (this.#waitingForGuard && !this.#caller.done) this.#caller.start(null);
     return true;
-  }
-
-  /** @internal The guard answered with its fallback's value: played to the caller as a response. */
-  fallback(value: unknown): void {
-    this.#ticket = undefined;
-    let reply: FallbackReply;
-    try {
-      reply = new FallbackReply(value);
-    } catch (error) {
-      this.#finish(error as Error);
-      return;
-    }
-    if (this.#done) {
-      reply.abort(new DOMException('limits: the caller was answered already', 'AbortError'));
-      return;
-    }
-    // The caller belongs to the reply now (a late callback of the request is not passed on).
-    this.#clearTimer();
-    this.#done = true;
-    this.#reply = reply;
-    this.#controller.target = reply;
-    reply.play(this.#handler, this.#controller, !this.#started);
-  }
-
-  /** @internal The guard answered with the action's settlement (a guard abort reaches the caller). */
-  settled(): void {
-    if (this.#guardAbort !== undefined && this.#statusCode === 0) this.#finish(this.#guardAbort);
-  }
-
-  /** @internal The guard aborted the running request (its `timeoutMs`, or `shutdown()`). */
-  guardAborted(reason: Error): void {
-    if (this.#done) return;
-    this.#guardAbort = reason;
-    this.#connection?.abort(reason);
   }
 
   /** Answers the caller with `error` without sending anything (the request was not admitted). */
   fail(error: Error): boolean {
-    this.#finish(error);
+    this.#caller.fail(error);
     return true;
   }
 
@@ -174,10 +160,11 @@ export class LimitHandler
     this.#ticket = ticket;
   }
 
-  /** @internal The limiter (or the guard's action) granted the queued request: dispatch it now. */
-  granted(permit: Permit | GuardCall): void {
+  /** @internal The limiter granted the queued request: dispatch it now. */
+  granted(permit: Permit): void {
     this.#ticket = undefined;
-    this.#send(permit);
+    this.#permit = permit;
+    this.#send();
   }
 
   /**
@@ -186,21 +173,88 @@ export class LimitHandler
    */
   refused(error: LimitExceededError | Error): void {
     this.#ticket = undefined;
+    this.#waitingForGuard = false;
     this.#clearTimer();
     // A refusal because the caller aborted answers with the caller's own reason, as undici does.
-    this.#finish(this.#callerAbort ?? error);
+    this.#caller.fail(this.#callerAbort ?? error);
   }
 
-  // CallerAbortTarget: the caller aborted through its controller.
+  // HttpAttempt: the guard's action and how it settles.
 
-  /** @internal */
-  callerAborted(reason: Error): void {
+  /** @internal The outcome the guard's breaker judges when the action settles. */
+  get outcome(): Outcome {
+    return this.#judged;
+  }
+
+  /**
+   * @internal The guard's action: dispatches the request, unless the caller gave up while it was
+   * queued. Settles (never rejects) at the headers, or when the request fails before them.
+   */
+  run(ctx: FetchCallContext): Promise<LimitHandler> {
+    this.#waitingForGuard = false;
+    // Cancelled while queued (the caller's abort, the time budget): never sent, not a sample.
+    if (this.#cancelled) return Promise.resolve(this);
+    this.#ctx = ctx;
+    const settled = new Promise<LimitHandler>((resolve) => {
+      this.#settle = resolve;
+    });
+    ctx.signal.addEventListener('abort', this);
+    this.#send();
+    return settled;
+  }
+
+  /** @internal `ctx.signal` aborted: the guard's own timeout, or its shutdown. */
+  handleEvent(): void {
+    if (this.#caller.done) return;
+    const reason = (this.#ctx as FetchCallContext).signal.reason as Error;
+    this.#guardAbort = reason;
+    this.#connection?.abort(reason);
+  }
+
+  /** The guard answered with the action's settlement (a guard abort reaches the caller). */
+  #guardSettled(): void {
+    if (this.#guardAbort !== undefined && this.#statusCode === 0) {
+      this.#caller.fail(this.#guardAbort);
+    }
+  }
+
+  /** The guard answered with its fallback's value: played to the caller as a response. */
+  #fallback(value: unknown): void {
+    this.#waitingForGuard = false;
+    let reply: FallbackReply;
+    try {
+      reply = new FallbackReply(value);
+    } catch (error) {
+      this.#caller.fail(error as Error);
+      return;
+    }
+    if (this.#caller.done) {
+      reply.abort(new DOMException('limits: the caller was answered already', 'AbortError'));
+      return;
+    }
+    this.#clearTimer();
+    this.#reply = reply;
+    this.#caller.playFallback(reply);
+  }
+
+  /** Gives up waiting for the guard: the caller is answered now; the action, when run, sends nothing. */
+  #cancelGuardWait(reason: Error): void {
+    this.#cancelled = true;
+    this.refused(reason);
+  }
+
+  /** The caller aborted through its controller. */
+  #callerAborted(reason: Error): void {
     this.#reply?.abort(reason);
-    if (this.#done) return;
+    if (this.#caller.done) return;
     this.#callerAbort = reason;
     if (this.#ticket !== undefined) {
       // Leaves the queue at once: `refused` answers the caller.
       this.#ticket.cancel(reason);
+      return;
+    }
+    if (this.#waitingForGuard) {
+      this.#cancelGuardWait(reason);
       return;
     }
     // Not yet connected: aborted in onRequestStart, as undici's own handlers do.
@@ -212,13 +266,13 @@ export class LimitHandler
   onRequestStart(controller: DispatchController, context: unknown): void {
     this.#connection = controller;
     // (A guard fallback already playing keeps the caller's controller: this request is aborted.)
-    if (this.#reply === undefined) this.#controller.target = controller;
+    if (this.#reply === undefined) this.#caller.target = controller;
     const stop = this.#timeout ?? this.#callerAbort ?? this.#guardAbort;
     if (stop !== undefined) {
       controller.abort(stop);
       return;
     }
-    if (!this.#started) this.#startCaller(context);
+    this.#caller.start(context);
   }
 
   onRequestUpgrade(
@@ -231,9 +285,7 @@ export class LimitHandler
     this.#statusCode = statusCode;
     this.#clearTimer();
     this.#release('success');
-    if (this.#done) return;
-    this.#done = true;
-    this.#handler.onRequestUpgrade?.(this.#controller, statusCode, headers, socket);
+    this.#caller.upgrade(statusCode, headers, socket);
   }
 
   onResponseStart(
@@ -242,36 +294,34 @@ export class LimitHandler
     headers: InterceptorHeaders,
     statusMessage?: string,
   ): void {
-    if (this.#done) return;
+    if (this.#caller.done) return;
     if (statusCode >= 200) {
       // Interim 1xx responses (undici 8 passes them on) neither end nor classify the request.
       this.#statusCode = statusCode;
       this.#headers = headers;
-      this.#outcome = this.#decide(undefined);
+      this.#responseOutcome = this.#classify(undefined);
       if (statusCode === 429 || statusCode === 503)
         reportRetryAfter(this.#config, this.#origin, this.#opts.method, statusCode, headers);
       if (this.#config.releaseAtHeaders) {
         this.#clearTimer();
-        this.#release(this.#outcome);
+        this.#release(this.#responseOutcome);
       } else {
         // A guard's breaker is judged now; its permit stays held while the body streams.
-        if (this.#permit instanceof GuardCall) this.#permit.judge(this.#outcome);
+        if (this.#ctx !== undefined) this.#judge(this.#responseOutcome);
         if (this.#config.bodyTimeoutMs !== Infinity) this.#armBodyTimeout();
       }
     }
-    this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
+    this.#caller.responseStart(statusCode, headers, statusMessage);
   }
 
   onResponseData(_controller: DispatchController, chunk: Uint8Array): void {
-    if (!this.#done) this.#handler.onResponseData?.(this.#controller, chunk);
+    this.#caller.data(chunk);
   }
 
   onResponseEnd(_controller: DispatchController, trailers: InterceptorHeaders): void {
     this.#clearTimer();
-    this.#release(this.#outcome);
-    if (this.#done) return;
-    this.#done = true;
-    this.#handler.onResponseEnd?.(this.#controller, trailers);
+    this.#release(this.#responseOutcome);
+    this.#caller.end(trailers);
   }
 
   onResponseError(controller: DispatchController | null | undefined, error: Error): void {
@@ -282,26 +332,29 @@ export class LimitHandler
       // The caller gave up (through us, or through undici's own queue-abort hook, which aborts the
       // connection's controller directly): that says nothing about the downstream, unless the
       // response had already said it was overloaded or broken.
-      outcome = this.#statusCode !== 0 && this.#outcome !== 'success' ? this.#outcome : 'ignore';
-    } else outcome = this.#decide(error);
+      outcome =
+        this.#statusCode !== 0 && this.#responseOutcome !== 'success'
+          ? this.#responseOutcome
+          : 'ignore';
+    } else outcome = this.#classify(error);
     this.#release(outcome);
     // The guard aborted a request before its headers: the guard answers (a fallback, its error).
     if (this.#guardAbort !== undefined && this.#statusCode === 0) return;
-    this.#finish(error);
+    this.#caller.fail(error);
   }
 
   /** undici 8 reports the request body's progress; passed on. */
   onBodySent(...args: unknown[]): void {
-    (this.#handler as { onBodySent?: (...a: unknown[]) => void }).onBodySent?.(...args);
+    this.#caller.bodySent(args);
   }
 
   /** undici 8 reports that the request was sent; passed on. */
   onRequestSent(): void {
-    (this.#handler as { onRequestSent?: () => void }).onRequestSent?.();
+    this.#caller.requestSent();
   }
 
-  #send(permit: Permit | GuardCall): boolean {
-    this.#permit = permit;
+  /** Dispatches the admitted request, under the time budget's timer. */
+  #send(): boolean {
     if (this.#deadline !== Infinity && this.#timer === undefined) {
       const left = this.#deadline - this.#config.clock.now();
       this.#timer = this.#config.clock.setTimeout(() => this.#onTimeout(), Math.max(0, left));
@@ -315,11 +368,6 @@ export class LimitHandler
     }
   }
 
-  #startCaller(context: unknown): void {
-    this.#started = true;
-    this.#handler.onRequestStart?.(this.#controller, context);
-  }
-
   #armBodyTimeout(): void {
     const { clock, bodyTimeoutMs } = this.#config;
     const at = clock.now() + bodyTimeoutMs;
@@ -331,7 +379,8 @@ export class LimitHandler
 
   #onTimeout(): void {
     this.#timer = undefined;
-    if (this.#done || (this.#permit === undefined && !(this.#ticket instanceof GuardCall))) return;
+    const admitted = this.#permit !== undefined || this.#ctx !== undefined;
+    if (this.#caller.done || (!admitted && !this.#waitingForGuard)) return;
     const { timeoutMs, bodyTimeoutMs } = this.#config;
     const request = `${this.#opts.method} ${this.#origin}${this.#opts.path}`;
     const body = this.#bodyDeadline < this.#deadline;
@@ -343,11 +392,11 @@ export class LimitHandler
     );
     // A body the caller stopped reading (undici paused for it) says nothing about the downstream;
     // one the downstream sends too slowly is congestion.
-    if (body && this.#controller.pausedByCaller) this.#timeoutOutcome = 'ignore';
+    if (body && this.#caller.pausedByCaller) this.#timeoutOutcome = 'ignore';
     this.#timeout = error;
-    if (this.#permit === undefined) {
+    if (!admitted) {
       // Still waiting for a guard's permit: answered now, and never sent when its turn comes.
-      (this.#ticket as GuardCall).cancel(error);
+      this.#cancelGuardWait(error);
       return;
     }
     if (this.#connection !== undefined) {
@@ -356,7 +405,7 @@ export class LimitHandler
     }
     // Dispatched but still waiting for a connection inside undici: the caller is answered now; the
     // request is aborted when it gets its connection, and keeps its permit until then.
-    this.#finish(error);
+    this.#caller.fail(error);
   }
 
   #clearTimer(): void {
@@ -366,14 +415,8 @@ export class LimitHandler
     }
   }
 
-  #finish(error: Error): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#handler.onResponseError?.(this.#controller, error);
-  }
-
   /** The outcome of the response (`error` undefined) or of the error that ended the request. */
-  #decide(error: unknown): Outcome {
+  #classify(error: unknown): Outcome {
     return requestOutcome(
       this.#config,
       this.#origin,
@@ -384,12 +427,44 @@ export class LimitHandler
     );
   }
 
-  /** Returns the permit with `outcome`, once (later calls do nothing; a guard's: see GuardCall). */
+  /** The headers arrived with `outcome`: the guard's breaker is judged now, its permit held for the body. */
+  #judge(outcome: Outcome): void {
+    this.#judged = outcome;
+    try {
+      this.#hold = (this.#ctx as FetchCallContext).hold();
+    } catch {
+      // The guard already let go of the call (shut down meanwhile): nothing to hold.
+    }
+    this.#settleAction();
+  }
+
+  /** Gives back what admitted the request, with `outcome`, once (later calls do nothing). */
   #release(outcome: Outcome): void {
     const permit = this.#permit;
-    if (permit === undefined) return;
-    this.#permit = undefined;
-    releaseWith(permit, outcome);
+    if (permit !== undefined) {
+      this.#permit = undefined;
+      releaseWith(permit, outcome);
+      return;
+    }
+    const ctx = this.#ctx;
+    if (ctx === undefined) return;
+    this.#ctx = undefined;
+    ctx.signal.removeEventListener('abort', this);
+    const hold = this.#hold;
+    if (hold !== undefined) {
+      // Judged at the headers: the held permit goes back with the body's outcome.
+      this.#hold = undefined;
+      hold.release(outcome);
+    } else if (this.#settle !== undefined) this.#judged = outcome;
+    this.#settleAction();
+  }
+
+  /** Settles the guard's action (once). */
+  #settleAction(): void {
+    const settle = this.#settle;
+    if (settle === undefined) return;
+    this.#settle = undefined;
+    settle(this);
   }
 }
 

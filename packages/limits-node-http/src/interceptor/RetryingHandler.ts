@@ -1,7 +1,7 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
 import { retryResponse } from '../shared/retry.js';
-import { type CallerAbortTarget, LimitController } from './Caller.js';
+import { Caller } from './Caller.js';
 import type {
   Dispatch,
   DispatchController,
@@ -31,21 +31,18 @@ export function isReplayable(opts: DispatchOptions): boolean {
  * request. A refusal by the limiter is never retried (the policy's rule); the caller's abort stops
  * the call at once, during an attempt or a back-off wait.
  */
-export class RetryingHandler implements CallerAbortTarget {
+export class RetryingHandler {
   readonly #config: InterceptorConfig;
   readonly #policy: RetryPolicy;
   readonly #dispatch: Dispatch;
   readonly #opts: DispatchOptions;
-  readonly #handler: DispatchHandler;
   readonly #origin: string;
   /** Where each attempt gets its permit: a limiter, or a guard (`fetchGuard`). */
   readonly #source: Limiter | LimitFetchGuard;
-  readonly #controller: LimitController;
+  readonly #caller: Caller;
   readonly #abort = new AbortController();
   #deadline = Infinity;
   #current: Attempt | undefined = undefined;
-  #started = false;
-  #done = false;
 
   constructor(
     config: InterceptorConfig,
@@ -60,10 +57,9 @@ export class RetryingHandler implements CallerAbortTarget {
     this.#policy = policy;
     this.#dispatch = dispatch;
     this.#opts = opts;
-    this.#handler = handler;
     this.#origin = origin;
     this.#source = source;
-    this.#controller = new LimitController(this);
+    this.#caller = new Caller(handler, (reason) => this.#callerAborted(reason));
   }
 
   /** Starts the first attempt. @returns `true` (undici's "not busy"). */
@@ -78,52 +74,16 @@ export class RetryingHandler implements CallerAbortTarget {
       })
       .then(
         (attempt) => this.#adopt(attempt),
-        (error: Error) => this.#fail(error),
+        (error: Error) => this.#caller.fail(error),
       );
     return true;
   }
 
-  /** @internal The caller aborted: stop the attempt in flight, or the back-off wait. */
-  callerAborted(reason: Error): void {
-    if (this.#done) return;
+  /** The caller aborted: stop the attempt in flight, or the back-off wait. */
+  #callerAborted(reason: Error): void {
+    if (this.#caller.done) return;
     this.#abort.abort(reason);
     this.#current?.abort(reason);
-  }
-
-  /** @internal An attempt got its controller (or queued for a permit): the caller's starts once. */
-  attemptStarted(controller: DispatchController, context: unknown): void {
-    this.#controller.target = controller;
-    if (this.#started) return;
-    this.#started = true;
-    this.#handler.onRequestStart?.(this.#controller, context);
-  }
-
-  /** @internal The caller paused its body (backpressure). */
-  get callerPaused(): boolean {
-    return this.#controller.pausedByCaller;
-  }
-
-  /** @internal Callbacks of the adopted attempt (and 1xx of any), passed on to the caller. */
-  responseStart(statusCode: number, headers: InterceptorHeaders, statusMessage?: string): void {
-    if (!this.#done)
-      this.#handler.onResponseStart?.(this.#controller, statusCode, headers, statusMessage);
-  }
-
-  /** @internal */
-  data(chunk: Uint8Array): void {
-    if (!this.#done) this.#handler.onResponseData?.(this.#controller, chunk);
-  }
-
-  /** @internal */
-  end(trailers: InterceptorHeaders): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#handler.onResponseEnd?.(this.#controller, trailers);
-  }
-
-  /** @internal */
-  error(error: Error): void {
-    this.#fail(error);
   }
 
   #attempt(_attempt: number): Promise<Attempt> {
@@ -138,7 +98,7 @@ export class RetryingHandler implements CallerAbortTarget {
         );
         return;
       }
-      const attempt = new Attempt(this, resolve, reject);
+      const attempt = new Attempt(this.#caller, resolve, reject);
       this.#current = attempt;
       const handler = new LimitHandler(
         this.#config,
@@ -182,7 +142,7 @@ export class RetryingHandler implements CallerAbortTarget {
     if (signal.aborted) {
       // The caller aborted while the policy decided: the held response is not passed on.
       attempt.discard();
-      this.#fail(signal.reason);
+      this.#caller.fail(signal.reason);
       return;
     }
     try {
@@ -194,21 +154,16 @@ export class RetryingHandler implements CallerAbortTarget {
       attempt.abort(error as Error);
     }
   }
-
-  #fail(error: Error): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#handler.onResponseError?.(this.#controller, error);
-  }
 }
 
 /**
  * One attempt of a retried request: the handler its {@link LimitHandler} calls. Until the policy has
  * decided, its final response is held: the connection paused, chunks and the end kept; adopted, it
- * replays them to the caller and streams the rest through.
+ * replays them to the caller and streams the rest through. Interim (1xx) responses and the start of
+ * the request reach the caller at once (the caller starts once, whatever the attempts).
  */
 class Attempt implements DispatchHandler {
-  readonly #owner: RetryingHandler;
+  readonly #caller: Caller;
   readonly #resolve: (attempt: Attempt) => void;
   readonly #reject: (error: unknown) => void;
   #controller: DispatchController | undefined = undefined;
@@ -223,18 +178,18 @@ class Attempt implements DispatchHandler {
   #error: Error | undefined = undefined;
 
   constructor(
-    owner: RetryingHandler,
+    caller: Caller,
     resolve: (attempt: Attempt) => void,
     reject: (error: unknown) => void,
   ) {
-    this.#owner = owner;
+    this.#caller = caller;
     this.#resolve = resolve;
     this.#reject = reject;
   }
 
   onRequestStart(controller: DispatchController, context: unknown): void {
     this.#controller = controller;
-    this.#owner.attemptStarted(controller, context);
+    this.#started(controller, context);
   }
 
   onResponseStart(
@@ -245,7 +200,7 @@ class Attempt implements DispatchHandler {
   ): void {
     if (statusCode < 200) {
       if (this.#live || this.statusCode === 0)
-        this.#owner.responseStart(statusCode, headers, statusMessage);
+        this.#caller.responseStart(statusCode, headers, statusMessage);
       return;
     }
     this.statusCode = statusCode;
@@ -258,18 +213,18 @@ class Attempt implements DispatchHandler {
   }
 
   onResponseData(_controller: DispatchController, chunk: Uint8Array): void {
-    if (this.#live) this.#owner.data(chunk);
+    if (this.#live) this.#caller.data(chunk);
     else this.#chunks.push(chunk);
   }
 
   onResponseEnd(_controller: DispatchController, trailers: InterceptorHeaders): void {
-    if (this.#live) this.#owner.end(trailers);
+    if (this.#live) this.#caller.end(trailers);
     else this.#trailers = trailers;
   }
 
   onResponseError(_controller: DispatchController, error: Error): void {
     if (this.statusCode === 0) this.#reject(error);
-    else if (this.#live) this.#owner.error(error);
+    else if (this.#live) this.#caller.fail(error);
     else this.#error = error;
   }
 
@@ -288,15 +243,21 @@ class Attempt implements DispatchHandler {
 
   /** The final attempt: its response goes to the caller, what was held first. */
   adopt(): void {
-    const owner = this.#owner;
+    const caller = this.#caller;
     this.#live = true;
-    if (this.#controller !== undefined) owner.attemptStarted(this.#controller, null);
-    owner.responseStart(this.statusCode, this.headers, this.#statusMessage);
+    if (this.#controller !== undefined) this.#started(this.#controller, null);
+    caller.responseStart(this.statusCode, this.headers, this.#statusMessage);
     const chunks = this.#chunks;
     this.#chunks = [];
-    for (const chunk of chunks) owner.data(chunk);
-    if (this.#trailers !== undefined) owner.end(this.#trailers);
-    else if (this.#error !== undefined) owner.error(this.#error);
-    else if (!owner.callerPaused) this.#controller?.resume();
+    for (const chunk of chunks) caller.data(chunk);
+    if (this.#trailers !== undefined) caller.end(this.#trailers);
+    else if (this.#error !== undefined) caller.fail(this.#error);
+    else if (!caller.pausedByCaller) this.#controller?.resume();
+  }
+
+  /** The attempt got its controller (or queued for a permit): the caller's points at it now. */
+  #started(controller: DispatchController, context: unknown): void {
+    this.#caller.target = controller;
+    this.#caller.start(context);
   }
 }
