@@ -16,14 +16,14 @@ export type {
   LimitInterceptorOptions,
   RetryAfterEvent,
 } from './interceptor/options.js';
-export type {
-  FastifyInstanceLike,
-  FastifyReplyLike,
-  FastifyRequestLike,
-  LoadShedPlugin,
-} from './loadShed/fastify.js';
-export { type LoadShed, loadShed } from './loadShed/loadShed.js';
+export {
+  type FastifyInstanceLike,
+  type LoadShed,
+  type LoadShedPlugin,
+  loadShed,
+} from './loadShed/loadShed.js';
 export type { LoadShedOptions } from './loadShed/options.js';
+export type { FastifyReplyLike, FastifyRequestLike } from './loadShed/ShedCall.js';
 export { type ShedError, type ShedResponse, shedResponse } from './loadShed/shedResponse.js';
 export {
   type AdmitMessage,

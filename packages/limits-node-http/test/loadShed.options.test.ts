@@ -1,7 +1,8 @@
 import { LimitExceededError, Limiter, PartitionedLimiter } from 'limits-core';
 import { describe, expect, it } from 'vitest';
 import { type LoadShedOptions, loadShed, shedResponse } from '../src/index.js';
-import { parseTimeoutHeader, retryAfterSeconds } from '../src/loadShed/shedResponse.js';
+import { parseTimeoutHeader } from '../src/loadShed/loadShed.js';
+import { retryAfterSeconds } from '../src/loadShed/shedResponse.js';
 import { classifyStatus as statusOutcome } from '../src/shared/outcome.js';
 
 const limiter = new Limiter();

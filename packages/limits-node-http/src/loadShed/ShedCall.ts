@@ -1,21 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
 import { classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
-import type { ShedError } from './shedResponse.js';
-
-/** @internal What a call asks of its {@link loadShed} instance. */
-export interface ShedHost {
-  /** Answers a refused request on a raw response (the default answer, or `onShed`). */
-  shed(req: IncomingMessage, res: ServerResponse, error: ShedError): void;
-  /** The user's answer to a refusal, if any. */
-  readonly onShed:
-    | ((req: IncomingMessage, res: ServerResponse, error: ShedError) => void)
-    | undefined;
-  /** The cap on `Retry-After`, in ms. */
-  readonly maxRetryAfterMs: number;
-  /** The outcome of a finished response. */
-  outcome(res: ServerResponse): Outcome;
-}
+import type { ResolvedShedOptions } from './options.js';
+import { type ShedError, type ShedResponse, shedResponse, writeShed } from './shedResponse.js';
 
 /**
  * The calls of a response, newest first (several when `loadShed` instances are stacked, e.g. a
@@ -39,9 +26,9 @@ function rethrow(error: unknown): never {
 /**
  * One admitted (or waiting) request: the {@link PermitRequest} given to the limiter, and the one
  * place its permit is released, exactly once, when the response closes (finished or not) or when
- * the work throws. Subclasses say how the request proceeds (`next()`, a handler, Fastify's `done`)
- * and how a refusal is answered.
- * @internal
+ * the work throws. It answers a refusal itself (`onShed`, or the default answer) and classifies the
+ * finished response, from the `loadShed` options it carries. Subclasses say how the request
+ * proceeds in each framework (`next()`, a handler, Fastify's `done`) and how its errors are reported.
  */
 export abstract class ShedCall implements PermitRequest {
   permit: Permit | undefined = undefined;
@@ -50,7 +37,7 @@ export abstract class ShedCall implements PermitRequest {
   outer: ShedCall | undefined = undefined;
 
   constructor(
-    readonly host: ShedHost,
+    readonly options: ResolvedShedOptions,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
   ) {}
@@ -58,9 +45,11 @@ export abstract class ShedCall implements PermitRequest {
   /** Lets the request go on to the application; may throw (the application's error). */
   protected abstract start(): void;
 
-  /** Answers a refusal. */
+  /** Answers a refusal on the raw response: `onShed`, or the default answer. */
   protected refuse(error: ShedError): void {
-    this.host.shed(this.req, this.res, error);
+    const { onShed, maxRetryAfterMs } = this.options;
+    if (onShed !== undefined) onShed(this.req, this.res, error);
+    else writeShed(this.res, error, maxRetryAfterMs);
   }
 
   /**
@@ -126,7 +115,11 @@ export abstract class ShedCall implements PermitRequest {
     const permit = this.permit;
     if (permit !== undefined) {
       this.permit = undefined;
-      releaseWith(permit, this.res.writableFinished ? this.host.outcome(this.res) : 'ignore');
+      const res = this.res;
+      releaseWith(
+        permit,
+        res.writableFinished ? responseOutcome(this.options.classify, res) : 'ignore',
+      );
       return;
     }
     const ticket = this.ticket;
@@ -174,12 +167,12 @@ export function responseOutcome(
 /** A connect/Express middleware call: proceeds with `next()`. */
 export class MiddlewareCall extends ShedCall {
   constructor(
-    host: ShedHost,
+    options: ResolvedShedOptions,
     req: IncomingMessage,
     res: ServerResponse,
     readonly next: (error?: unknown) => void,
   ) {
-    super(host, req, res);
+    super(options, req, res);
   }
 
   protected start(): void {
@@ -194,12 +187,12 @@ export class MiddlewareCall extends ShedCall {
 /** A bare node:http request: proceeds by calling the wrapped handler. */
 export class HandlerCall extends ShedCall {
   constructor(
-    host: ShedHost,
+    options: ResolvedShedOptions,
     req: IncomingMessage,
     res: ServerResponse,
     readonly handler: (req: IncomingMessage, res: ServerResponse) => unknown,
   ) {
-    super(host, req, res);
+    super(options, req, res);
   }
 
   /** No error path in node:http: a 500 (if nothing was sent), and the error uncaught on the next tick. */
@@ -225,5 +218,54 @@ export class HandlerCall extends ShedCall {
         throw error;
       });
     }
+  }
+}
+
+/** The part of a Fastify request `loadShed` uses (no dependency on fastify's types). */
+export interface FastifyRequestLike {
+  readonly raw: IncomingMessage;
+  readonly routeOptions?: { readonly url?: string | undefined } | undefined;
+}
+
+/** The part of a Fastify reply `loadShed` uses. */
+export interface FastifyReplyLike {
+  readonly raw: ServerResponse;
+  code(statusCode: number): unknown;
+  headers(values: Record<string, string>): unknown;
+  send(payload?: unknown): unknown;
+  hijack(): unknown;
+}
+
+/** A Fastify request: proceeds with the `onRequest` hook's `done`; a refusal is sent on the reply. */
+export class FastifyCall extends ShedCall {
+  constructor(
+    options: ResolvedShedOptions,
+    readonly reply: FastifyReplyLike,
+    req: IncomingMessage,
+    readonly done: (error?: Error) => void,
+  ) {
+    super(options, req, reply.raw);
+  }
+
+  protected start(): void {
+    this.done();
+  }
+
+  /** Fastify's error path: its error handler answers (500 unless the error says otherwise). */
+  crashed(error: unknown): void {
+    this.done(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  protected refuse(error: ShedError): void {
+    const { onShed, maxRetryAfterMs } = this.options;
+    if (onShed !== undefined) {
+      this.reply.hijack();
+      onShed(this.req, this.res, error);
+      return;
+    }
+    const shed: ShedResponse = shedResponse(error, maxRetryAfterMs);
+    this.reply.code(shed.status);
+    this.reply.headers(shed.headers);
+    this.reply.send(shed.body);
   }
 }

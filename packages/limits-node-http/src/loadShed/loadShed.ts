@@ -3,30 +3,21 @@ import {
   type AcquireOptions,
   formatValue,
   type Limiter,
-  type Outcome,
   type Quota,
   QuotaExceededError,
   type QuotaResult,
 } from 'limits-core';
 import { type DiagnosticsHandle, publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
+import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';
 import {
-  type FastifyAdmission,
   FastifyCall,
   type FastifyReplyLike,
   type FastifyRequestLike,
-  fastifyPlugin,
-  type LoadShedPlugin,
-} from './fastify.js';
-import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';
-import {
   HandlerCall,
   MiddlewareCall,
-  responseOutcome,
   type ShedCall,
-  type ShedHost,
 } from './ShedCall.js';
-import { parseTimeoutHeader, type ShedError, writeShed } from './shedResponse.js';
 
 /**
  * Inbound load shedding: a connect/Express middleware, with a node:http wrapper (`wrap`) and a
@@ -52,10 +43,131 @@ export interface LoadShed {
   readonly fastify: LoadShedPlugin;
 }
 
-/** Admission of requests: where each goes, with what budget, and how a refusal is answered. */
-class Shedder implements ShedHost, FastifyAdmission {
-  readonly onShed: ResolvedShedOptions['onShed'];
-  readonly maxRetryAfterMs: number;
+/** The part of a Fastify instance `loadShed` uses. */
+export interface FastifyInstanceLike {
+  addHook(
+    name: 'onRequest',
+    hook: (
+      request: FastifyRequestLike,
+      reply: FastifyReplyLike,
+      done: (error?: Error) => void,
+    ) => void,
+  ): unknown;
+}
+
+/**
+ * A Fastify 5 plugin (`fastify.register(shed.fastify)`). It carries fastify-plugin's markers
+ * (`Symbol.for('skip-override')` and a display name), so its `onRequest` hook applies to every route
+ * of the instance it is registered on, and of that instance's children, whatever their
+ * encapsulation.
+ */
+export type LoadShedPlugin = (
+  instance: FastifyInstanceLike,
+  options: Record<string, unknown>,
+  done: (error?: Error) => void,
+) => void;
+
+/**
+ * Load shedding at the door of a server: each request takes a permit from `limiter` (waiting in its
+ * bounded queue like any caller) before the application sees it, and gives it back exactly once,
+ * when the response finishes or the client disconnects, whichever comes first. A request the
+ * limiter refuses (queue full, budget it cannot meet, waited too long, limiter closed) gets a 503
+ * with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`, and never reaches the
+ * application. A client that disconnects while queued leaves the queue at once.
+ *
+ * The outcome reported to the limiter measures the server's own latency: a finished response is
+ * `success`, except 429/502/503/504 (`dropped`: the limit backs off) and other 5xx (`failure`: no
+ * sample), unless `classify` says otherwise; a client that disconnected before the response
+ * finished is `ignore`; a `wrap`ped handler that throws or rejects is `failure`.
+ *
+ * One instance serves every framework: call it as Express/connect middleware, `wrap(handler)` for
+ * node:http, or register `fastify` on a Fastify instance. Permits are released on the response's
+ * `close` event, which Node emits both after a response was sent and when the connection closed
+ * first: work the application still does for a client that left no longer counts (and an
+ * application that never ends a response holds its permit until the client gives up).
+ *
+ * With a `quota` (a limits-core `Quota`, e.g. a per-account axis and a global one on a
+ * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of
+ * the first full axis (429 for the account's own share before 503 for the global cap), the time to
+ * the window's end as `Retry-After`, and `{"error":"quota","axis":"<axis>"}`, without the limiter
+ * ever seeing the request; only a request the quota admits asks the limiter. The quota's charge
+ * stands when the limiter then refuses (see {@link LoadShedOptions.quota}).
+ *
+ * @param options - see {@link LoadShedOptions}.
+ * @throws TypeError/RangeError for bad options, naming the option.
+ * @example
+ * ```ts
+ * const shed = loadShed({ limiter: new Limiter({ limit: new VegasLimit(), maxQueued: 100 }) });
+ * app.use(shed);                                  // Express / connect
+ * http.createServer(shed.wrap(handler));          // node:http
+ * await fastify.register(shed.fastify);           // Fastify 5
+ * ```
+ */
+export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): LoadShed {
+  const o = resolveShedOptions(options);
+  const admission = new Admission(o);
+  const middleware = function loadShed(
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: (error?: unknown) => void,
+  ): void {
+    if (typeof next !== 'function') {
+      throw new TypeError(
+        'limits: the loadShed middleware needs next(); for a node:http server use loadShed(options).wrap(handler)',
+      );
+    }
+    admission.admit(new MiddlewareCall(o, req, res, next), undefined);
+  } as LoadShed;
+  const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
+    handler: (req: Req, res: Res) => unknown,
+  ): ((req: Req, res: Res) => void) => {
+    if (typeof handler !== 'function') {
+      throw new TypeError(
+        `limits: loadShed wrap() needs a handler function, got ${formatValue(handler)}`,
+      );
+    }
+    const h = handler as (req: IncomingMessage, res: ServerResponse) => unknown;
+    return function loadShedHandler(req: Req, res: Res): void {
+      admission.admit(new HandlerCall(o, req, res, h), undefined);
+    };
+  };
+  const hook = (
+    request: FastifyRequestLike,
+    reply: FastifyReplyLike,
+    done: (error?: Error) => void,
+  ): void => {
+    admission.admit(new FastifyCall(o, reply, request.raw, done), request.routeOptions?.url);
+  };
+  Object.defineProperty(middleware, 'wrap', { value: wrap, enumerable: true });
+  Object.defineProperty(middleware, 'fastify', { value: fastifyPlugin(hook), enumerable: true });
+  return middleware;
+}
+
+/** The plugin that adds `hook` to every request of the instance it is registered on. */
+function fastifyPlugin(
+  hook: (
+    request: FastifyRequestLike,
+    reply: FastifyReplyLike,
+    done: (error?: Error) => void,
+  ) => void,
+): LoadShedPlugin {
+  const plugin: LoadShedPlugin = function limitsLoadShed(instance, _options, done) {
+    instance.addHook('onRequest', hook);
+    done();
+  };
+  const marked = plugin as LoadShedPlugin & Record<symbol, unknown>;
+  marked[Symbol.for('skip-override')] = true;
+  marked[Symbol.for('fastify.display-name')] = 'limits-node-http:loadShed';
+  marked[Symbol.for('plugin-meta')] = { name: 'limits-node-http:loadShed', fastify: '>=4' };
+  return plugin;
+}
+
+/**
+ * Admission at the door, whatever the framework: the request's quota first (if any), then a permit
+ * from its limiter (the one limiter, or its partition's) with the budget its header carries. The
+ * request's {@link ShedCall} follows the response from then on.
+ */
+class Admission {
   readonly #single: Limiter | undefined;
   readonly #quota: Quota<unknown> | undefined;
   readonly #quotaContext: ResolvedShedOptions['quotaContext'];
@@ -64,12 +176,9 @@ class Shedder implements ShedHost, FastifyAdmission {
   readonly #partition: ResolvedShedOptions['partition'];
   readonly #header: string | undefined;
   readonly #maxTimeoutMs: number;
-  readonly #classify: ResolvedShedOptions['classify'];
   readonly #diagnostics: DiagnosticsHandle;
 
   constructor(o: ResolvedShedOptions) {
-    this.onShed = o.onShed;
-    this.maxRetryAfterMs = o.maxRetryAfterMs;
     this.#single = o.limiter;
     // Its limiters' events on the `limits:` diagnostics channels (listeners only while subscribed;
     // each request syncs them with the channels, see publishDiagnostics).
@@ -85,7 +194,6 @@ class Shedder implements ShedHost, FastifyAdmission {
     this.#partition = o.partition;
     this.#header = o.timeoutHeader;
     this.#maxTimeoutMs = o.maxTimeoutMs;
-    this.#classify = o.classify;
   }
 
   /**
@@ -108,23 +216,6 @@ class Shedder implements ShedHost, FastifyAdmission {
       }
     }
     this.#acquire(call, route, false);
-  }
-
-  admitFastify(
-    request: FastifyRequestLike,
-    reply: FastifyReplyLike,
-    done: (error?: Error) => void,
-  ): void {
-    this.admit(new FastifyCall(this, reply, request.raw, done), request.routeOptions?.url);
-  }
-
-  shed(req: IncomingMessage, res: ServerResponse, error: ShedError): void {
-    if (this.onShed !== undefined) this.onShed(req, res, error);
-    else writeShed(res, error, this.maxRetryAfterMs);
-  }
-
-  outcome(res: ServerResponse): Outcome {
-    return responseOutcome(this.#classify, res);
   }
 
   /** The quota answered: a refusal is answered at once (the limiter never sees it), else admit. */
@@ -164,6 +255,7 @@ class Shedder implements ShedHost, FastifyAdmission {
     );
   }
 
+  /** The time budget the request's header carries, as acquire options (none without one). */
   #budget(req: IncomingMessage): AcquireOptions | undefined {
     if (this.#header === undefined) return undefined;
     const value = req.headers[this.#header];
@@ -184,73 +276,20 @@ function firstSegment(path: string): string {
   return path.slice(1, end);
 }
 
+const DIGITS = /^[ \t]*(\d+)[ \t]*$/;
+
 /**
- * Load shedding at the door of a server: each request takes a permit from `limiter` (waiting in its
- * bounded queue like any caller) before the application sees it, and gives it back exactly once,
- * when the response finishes or the client disconnects, whichever comes first. A request the
- * limiter refuses (queue full, budget it cannot meet, waited too long, limiter closed) gets a 503
- * with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`, and never reaches the
- * application. A client that disconnects while queued leaves the queue at once.
- *
- * The outcome reported to the limiter measures the server's own latency: a finished response is
- * `success`, except 429/502/503/504 (`dropped`: the limit backs off) and other 5xx (`failure`: no
- * sample), unless `classify` says otherwise; a client that disconnected before the response
- * finished is `ignore`; a `wrap`ped handler that throws or rejects is `failure`.
- *
- * One instance serves every framework: call it as Express/connect middleware, `wrap(handler)` for
- * node:http, or register `fastify` on a Fastify instance. Permits are released on the response's
- * `close` event, which Node emits both after a response was sent and when the connection closed
- * first: work the application still does for a client that left no longer counts (and an
- * application that never ends a response holds its permit until the client gives up).
- *
- * With a `quota` (a limits-core `Quota`, e.g. seed 002's account and global axes on a
- * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of
- * the first full axis (429 for the account's own share before 503 for the global cap), the time to
- * the window's end as `Retry-After`, and `{"error":"quota","axis":"<axis>"}`, without the limiter
- * ever seeing the request; only a request the quota admits asks the limiter. The quota's charge
- * stands when the limiter then refuses (see {@link LoadShedOptions.quota}).
- *
- * @param options - see {@link LoadShedOptions}.
- * @throws TypeError/RangeError for bad options, naming the option.
- * @example
- * ```ts
- * const shed = loadShed({ limiter: new Limiter({ limit: new VegasLimit(), maxQueued: 100 }) });
- * app.use(shed);                                  // Express / connect
- * http.createServer(shed.wrap(handler));          // node:http
- * await fastify.register(shed.fastify);           // Fastify 5
- * ```
+ * The time budget a request header carries, in ms, or `undefined` when the value is not
+ * ASCII digits (optionally surrounded by spaces): signs, decimals, units, lists, empty values and
+ * values over 64 characters are ignored. Values over `maxMs` (more than 15 digits included) are
+ * capped at `maxMs`.
  */
-export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): LoadShed {
-  const shedder = new Shedder(resolveShedOptions(options));
-  const middleware = function loadShed(
-    req: IncomingMessage,
-    res: ServerResponse,
-    next: (error?: unknown) => void,
-  ): void {
-    if (typeof next !== 'function') {
-      throw new TypeError(
-        'limits: the loadShed middleware needs next(); for a node:http server use loadShed(options).wrap(handler)',
-      );
-    }
-    shedder.admit(new MiddlewareCall(shedder, req, res, next), undefined);
-  } as LoadShed;
-  const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
-    handler: (req: Req, res: Res) => unknown,
-  ): ((req: Req, res: Res) => void) => {
-    if (typeof handler !== 'function') {
-      throw new TypeError(
-        `limits: loadShed wrap() needs a handler function, got ${formatValue(handler)}`,
-      );
-    }
-    const h = handler as (req: IncomingMessage, res: ServerResponse) => unknown;
-    return function loadShedHandler(req: Req, res: Res): void {
-      shedder.admit(new HandlerCall(shedder, req, res, h), undefined);
-    };
-  };
-  Object.defineProperty(middleware, 'wrap', { value: wrap, enumerable: true });
-  Object.defineProperty(middleware, 'fastify', {
-    value: fastifyPlugin(shedder),
-    enumerable: true,
-  });
-  return middleware;
+export function parseTimeoutHeader(
+  value: string | string[] | undefined,
+  maxMs: number,
+): number | undefined {
+  if (typeof value !== 'string' || value.length > 64) return undefined;
+  const digits = DIGITS.exec(value)?.[1];
+  if (digits === undefined) return undefined;
+  return digits.length > 15 ? maxMs : Math.min(Number(digits), maxMs);
 }

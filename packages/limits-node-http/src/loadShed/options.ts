@@ -51,8 +51,8 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    */
   timeoutHeader?: string | false;
   /**
-   * A limits-core `Quota` judged **before** the limiter (seed 002: an account over its share gets a
-   * cheap 429 and never takes a permit or a queue slot). Each request calls
+   * A limits-core `Quota` judged **before** the limiter (an account over its share gets a cheap 429
+   * and never takes a permit or a queue slot). Each request calls
    * `quota.consume(quotaContext(req))`: a refusal is answered with the status of the first full axis
    * (e.g. 429 for `account`, 503 for `global`), `Retry-After` (the time to the window's end) and
    * `{"error":"quota","axis":"<axis>"}`, or goes to `onShed` as a `QuotaExceededError`; an
@@ -67,7 +67,7 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
   /**
    * The quota's context of a request (what its axes' key functions receive), e.g.
    * `req => ({ account: req.headers['x-account'] })`; `undefined` means the request is not counted
-   * (e.g. `GET` or `/health`: seed 002 counts only the work that enqueues a parse). Called once per
+   * (e.g. `GET` or `/health`, when only the work that enqueues a job counts). Called once per
    * request, before the quota; a throw propagates as a throw of your own middleware would.
    * Needs `quota`.
    * @default the request itself

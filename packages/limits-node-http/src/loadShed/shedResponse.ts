@@ -116,21 +116,3 @@ export function writeShed(res: ServerResponse, error: ShedError, maxRetryAfterMs
   res.writeHead(shed.status, shed.headers);
   res.end(shed.body);
 }
-
-const DIGITS = /^[ \t]*(\d+)[ \t]*$/;
-
-/**
- * @internal The time budget a request header carries, in ms, or `undefined` when the value is not
- * ASCII digits (optionally surrounded by spaces): signs, decimals, units, lists, empty values and
- * values over 64 characters are ignored. Values over `maxMs` (more than 15 digits included) are
- * capped at `maxMs`.
- */
-export function parseTimeoutHeader(
-  value: string | string[] | undefined,
-  maxMs: number,
-): number | undefined {
-  if (typeof value !== 'string' || value.length > 64) return undefined;
-  const digits = DIGITS.exec(value)?.[1];
-  if (digits === undefined) return undefined;
-  return digits.length > 15 ? maxMs : Math.min(Number(digits), maxMs);
-}
