@@ -1,4 +1,15 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
+//
+// The source, one folder per entry point (test/layout.test.ts keeps this true):
+//   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the budget)
+//   interceptor/  limitInterceptor for undici (one request's handler, its caller, retries, fallbacks)
+//   loadShed/     loadShed for node:http, Express and Fastify (admission, a request's call, answers)
+//   metrics/      registerMetrics (Prometheus) and the `limits:` diagnostics channels, for any
+//                 limiter, partitioned limiter or guard
+//   shared/       what several entry points use: the outcome rules, Retry-After, the retry rules,
+//                 the guard of an HTTP call (fetchGuard)
+// Imports go one way: an entry point's folder uses shared/ and metrics/, never another entry point's;
+// metrics/ and shared/ use no entry point's folder, nor each other.
 
 export { type FetchFunction, limitFetch, retryAfterMs } from './fetch/limitFetch.js';
 export type {
