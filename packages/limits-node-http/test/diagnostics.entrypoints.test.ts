@@ -5,17 +5,16 @@ import { Limiter, PartitionedLimiter } from 'limits-core';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchGuard, limitFetch, limitInterceptor, loadShed } from '../src/index.js';
-import { listen } from './loadShedSupport.js';
 import { startServer } from './support/fetchServer.js';
+import { closeLater, closeServers, listen } from './support/loadShedServers.js';
 
 // The entry points publish their limiters on the `limits:` channels by themselves: an APM tool that
 // subscribes sees their events without the application calling publishDiagnostics.
 
-const closers: Array<() => Promise<void>> = [];
 const subscriptions: Array<[string, (message: unknown) => void]> = [];
 afterEach(async () => {
   for (const [name, fn] of subscriptions.splice(0)) diagnosticsChannel.unsubscribe(name, fn);
-  for (const close of closers.splice(0)) await close();
+  await closeServers();
 });
 
 /** What arrives on limits:admit and limits:release. */
@@ -35,7 +34,7 @@ function watch(): Array<{ channel: string; limiter: unknown; partition: unknown 
 describe('entry points publish their limiters on the diagnostics channels', () => {
   it('limitFetch, with a limiter and with a fetchGuard guard', async () => {
     const server = await startServer();
-    closers.push(() => server.close());
+    closeLater(() => server.close());
     const seen = watch();
     const limiter = new Limiter({ limit: 2 });
     await (await limitFetch(fetch, { limiter })(server.url)).text();
@@ -54,11 +53,11 @@ describe('entry points publish their limiters on the diagnostics channels', () =
 
   it('limitInterceptor', async () => {
     const server = await startServer();
-    closers.push(() => server.close());
+    closeLater(() => server.close());
     const seen = watch();
     const limiter = new Limiter({ limit: 2 });
     const agent = new Agent().compose(limitInterceptor({ limiter }));
-    closers.push(() => agent.close());
+    closeLater(() => agent.close());
     const res = await request(server.url, { dispatcher: agent });
     await res.body.text();
     expect(seen.filter((m) => m.limiter === limiter).map((m) => m.channel)).toEqual([
@@ -74,7 +73,7 @@ describe('entry points publish their limiters on the diagnostics channels', () =
       partitions: { login: { reserved: 2 }, default: { reserved: 2 } },
     });
     const shed = loadShed({ limiter: bulkheads });
-    const url = await listen(createServer(shed.wrap((_req, res) => res.end('ok'))), closers);
+    const url = await listen(createServer(shed.wrap((_req, res) => res.end('ok'))));
     await (await fetch(`${url}/login`)).text();
     await new Promise((resolve) => setImmediate(resolve)); // the release follows the response's close
     expect(seen.map((m) => [m.channel, m.partition])).toEqual([

@@ -3,7 +3,7 @@ import { guard } from 'limits-breaker';
 import { type LimitAlgorithm, Limiter, PartitionedLimiter, type Permit } from 'limits-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type DiagnosticsMessage, diagnosticsChannels, publishDiagnostics } from '../src/index.js';
-import { manualClock } from './metricsScrape.js';
+import { manualClock } from './support/metricsScrape.js';
 
 type Seen = Array<[string, DiagnosticsMessage<Record<string, unknown>>]>;
 const NAMES = Object.values(diagnosticsChannels);

@@ -2,12 +2,17 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Limiter } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadShed } from '../src/index.js';
-import { captureNextTickErrors, deferred, listen, nextEvent } from './loadShedSupport.js';
+import {
+  captureNextTickErrors,
+  closeServers,
+  deferred,
+  listen,
+  nextEvent,
+} from './support/loadShedServers.js';
 
-const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const close of closers.splice(0)) await close();
+  await closeServers();
 });
 
 describe('loadShed when the application throws', () => {
@@ -27,7 +32,6 @@ describe('loadShed when the application throws', () => {
           res.end();
         }
       }),
-      closers,
     );
     const released = nextEvent(limiter, 'release');
     expect((await fetch(url)).status).toBe(500);
@@ -48,7 +52,7 @@ describe('loadShed when the application throws', () => {
       }
       return gate.promise.then(() => res.end('ok'));
     };
-    const url = await listen(createServer(loadShed({ limiter }).wrap(syncThrow)), closers);
+    const url = await listen(createServer(loadShed({ limiter }).wrap(syncThrow)));
     const first = fetch(`${url}/held`);
     await nextEvent(limiter, 'acquire');
     const queued = nextEvent(limiter, 'queue');
@@ -77,7 +81,7 @@ describe('loadShed when the application throws', () => {
       responses.push(res);
       return thenable;
     });
-    const url = await listen(createServer(wrapped), closers);
+    const url = await listen(createServer(wrapped));
     const response = fetch(url);
     await nextEvent(limiter, 'acquire');
     const released = nextEvent(limiter, 'release');
@@ -99,7 +103,7 @@ describe('loadShed when the application throws', () => {
       await gate.promise;
       res.end();
     };
-    const url = await listen(createServer(loadShed({ limiter, onShed }).wrap(handler)), closers);
+    const url = await listen(createServer(loadShed({ limiter, onShed }).wrap(handler)));
     const first = fetch(url);
     await nextEvent(limiter, 'acquire');
     // Wait for the server's refusal itself, not only for the client to see its connection closed:

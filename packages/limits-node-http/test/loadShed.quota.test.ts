@@ -1,9 +1,9 @@
-// loadShed with a quota (seed 002): the quota is judged first (429 for an account over its share,
-// 503 for the global cap), then the limiter (503). Real servers on 127.0.0.1:0; the quota's windows
-// run on an injected clock, so Retry-After is exact and no test sleeps.
+// loadShed with a quota: the quota is judged first (429 for an account over its share, 503 for the
+// global cap), then the limiter (503). Real servers on 127.0.0.1:0 (see support/loadShedServers.ts);
+// the quota's windows run on an injected clock, so Retry-After is exact and no test sleeps.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import {
   Limiter,
   MemoryQuotaStore,
@@ -14,20 +14,30 @@ import {
 } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type LoadShedOptions, loadShed, type ShedError, shedResponse } from '../src/index.js';
-import { captureNextTickErrors, deferred, listen, nextEvent } from './loadShedSupport.js';
+import {
+  captureNextTickErrors,
+  closeLater,
+  closeServers,
+  deferred,
+  expressApp,
+  fastifyApp,
+  frameworks,
+  listen,
+  nextEvent,
+  nodeHttp,
+} from './support/loadShedServers.js';
 
-const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   vi.restoreAllMocks();
-  for (const close of closers.splice(0)) await close();
+  await closeServers();
 });
 
 const WINDOW_MS = 60_000;
 /** 25.5 s into a window: 34.5 s remain, so Retry-After is 35. */
 const START = 10 * WINDOW_MS + 25_500;
 
-/** Seed 002 scaled down: 3 per account, 10 in all, per 60 s window, on an injected clock. */
-function seedQuota(limits: { account?: number; global?: number } = {}) {
+/** 3 per account, 10 in all, per 60 s window, on an injected clock. */
+function accountQuota(limits: { account?: number; global?: number } = {}) {
   const clock = { t: START, now: () => clock.t };
   const store = new MemoryQuotaStore({ clock });
   const quota = new Quota<{ account: string }>({
@@ -56,57 +66,14 @@ function watch(limiter: Limiter): string[] {
   return seen;
 }
 
-/** A node:http server behind `loadShed`; `gate` holds every response until the test opens it. */
-async function serveNode<Ctx>(options: LoadShedOptions<Ctx>, gate?: Promise<void>) {
-  const calls: string[] = [];
-  const handler = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    calls.push(req.url ?? '');
-    if (gate !== undefined) await gate;
-    res.end('ok');
-  };
-  const url = await listen(createServer(loadShed(options).wrap(handler)), closers);
-  return { url, calls };
-}
-
-async function serveExpress<Ctx>(options: LoadShedOptions<Ctx>, gate?: Promise<void>) {
-  const calls: string[] = [];
-  const app = express();
-  app.use(loadShed(options));
-  app.get('/{*rest}', async (req, res) => {
-    calls.push(req.path);
-    if (gate !== undefined) await gate;
-    res.send('ok');
-  });
-  const url = await listen(createServer(app), closers);
-  return { url, calls };
-}
-
-async function serveFastify<Ctx>(options: LoadShedOptions<Ctx>, gate?: Promise<void>) {
-  const calls: string[] = [];
-  const app: FastifyInstance = Fastify({ forceCloseConnections: true });
-  closers.push(() => app.close());
-  await app.register(loadShed(options).fastify);
-  app.get('/*', async (request) => {
-    calls.push(request.url);
-    if (gate !== undefined) await gate;
-    return 'ok';
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  return { url, calls };
-}
-
 const get = (url: string, account?: string) =>
   fetch(url, account === undefined ? {} : { headers: { 'x-account': account } });
 
-const frameworks = [
-  ['node:http', serveNode],
-  ['Express', serveExpress],
-  ['Fastify', serveFastify],
-] as const;
+describe.each(frameworks)('loadShed with a quota on %s', (_name, framework) => {
+  const serve = framework.serve.bind(framework);
 
-describe.each(frameworks)('loadShed with a quota on %s', (_name, serve) => {
   it('answers an account over its quota 429 with Retry-After to the window end, and the limiter never sees it', async () => {
-    const { quota } = seedQuota();
+    const { quota } = accountQuota();
     const limiter = new Limiter({ limit: 10 });
     const seen = watch(limiter);
     const { url, calls } = await serve({ limiter, quota, quotaContext: byAccount });
@@ -125,7 +92,7 @@ describe.each(frameworks)('loadShed with a quota on %s', (_name, serve) => {
   });
 
   it('answers 503 from the quota once the global cap is reached, naming the global axis', async () => {
-    const { quota } = seedQuota({ account: 3, global: 4 });
+    const { quota } = accountQuota({ account: 3, global: 4 });
     const limiter = new Limiter({ limit: 10 });
     const seen = watch(limiter);
     const { url } = await serve({ limiter, quota, quotaContext: byAccount });
@@ -138,7 +105,7 @@ describe.each(frameworks)('loadShed with a quota on %s', (_name, serve) => {
   });
 
   it("answers the limiter's own 503 when the quota admits a request the saturated limiter refuses", async () => {
-    const { quota } = seedQuota();
+    const { quota } = accountQuota();
     const limiter = new Limiter({ limit: 1, maxQueued: 0 });
     const gate = deferred();
     const { url } = await serve({ limiter, quota, quotaContext: byAccount }, gate.promise);
@@ -152,7 +119,7 @@ describe.each(frameworks)('loadShed with a quota on %s', (_name, serve) => {
   });
 
   it('reports 429 before 503 to an account over its share when the global cap is full too', async () => {
-    const { quota } = seedQuota({ account: 2, global: 4 });
+    const { quota } = accountQuota({ account: 2, global: 4 });
     const limiter = new Limiter({ limit: 10 });
     const { url } = await serve({ limiter, quota, quotaContext: byAccount });
     for (const account of ['a', 'a', 'b', 'c']) expect((await get(url, account)).status).toBe(200);
@@ -167,9 +134,9 @@ describe.each(frameworks)('loadShed with a quota on %s', (_name, serve) => {
 
 describe('loadShed with a quota', () => {
   it('leaves the account counter untouched when the global cap refuses, and admits again in the next window', async () => {
-    const { clock, quota } = seedQuota({ account: 1, global: 1 });
+    const { clock, quota } = accountQuota({ account: 1, global: 1 });
     const limiter = new Limiter({ limit: 10 });
-    const { url } = await serveNode({ limiter, quota, quotaContext: byAccount });
+    const { url } = await nodeHttp.serve({ limiter, quota, quotaContext: byAccount });
     expect((await get(url, 'x')).status).toBe(200);
     // "a" is refused by the global axis: its own share of 1 is not spent...
     expect((await get(url, 'a')).status).toBe(503);
@@ -183,10 +150,10 @@ describe('loadShed with a quota', () => {
   });
 
   it('charges the quota for a request the limiter then refuses (the charge stands, as documented)', async () => {
-    const { quota } = seedQuota({ account: 2, global: 10 });
+    const { quota } = accountQuota({ account: 2, global: 10 });
     const limiter = new Limiter({ limit: 1, maxQueued: 0 });
     const gate = deferred();
-    const { url } = await serveNode({ limiter, quota, quotaContext: byAccount }, gate.promise);
+    const { url } = await nodeHttp.serve({ limiter, quota, quotaContext: byAccount }, gate.promise);
     const held = get(url, 'other');
     await nextEvent(limiter, 'acquire');
     expect((await get(url, 'a')).status).toBe(503); // the limiter's refusal, after a's charge
@@ -214,13 +181,13 @@ describe('loadShed with a quota', () => {
       store: new MemoryQuotaStore({ clock }),
     });
     const limiter = new Limiter({ limit: 10 });
-    const byDefault = await serveNode({ limiter, quota });
+    const byDefault = await nodeHttp.serve({ limiter, quota });
     expect((await get(byDefault.url)).status).toBe(200);
     expect(seen[0]?.url).toBe('/');
     expect((await get(byDefault.url)).status).toBe(429);
     // Only POST is counted here: GET passes though the quota is full.
     const consume = vi.spyOn(quota, 'consume');
-    const postsOnly = await serveNode({
+    const postsOnly = await nodeHttp.serve({
       limiter,
       quota,
       quotaContext: (req) => (req.method === 'POST' ? req : undefined),
@@ -232,7 +199,7 @@ describe('loadShed with a quota', () => {
   });
 
   it("hands a quota refusal to onShed as a QuotaExceededError with the axis, status and time to the window's end", async () => {
-    const { quota } = seedQuota({ account: 0 });
+    const { quota } = accountQuota({ account: 0 });
     const limiter = new Limiter({ limit: 10 });
     const errors: ShedError[] = [];
     const onShed = (_req: IncomingMessage, res: ServerResponse, error: ShedError) => {
@@ -240,7 +207,7 @@ describe('loadShed with a quota', () => {
       res.writeHead(error.reason === 'quota' ? error.status : 503, { 'x-custom': '1' });
       res.end(`custom ${error.reason}`);
     };
-    const { url } = await serveNode({ limiter, quota, quotaContext: byAccount, onShed });
+    const { url } = await nodeHttp.serve({ limiter, quota, quotaContext: byAccount, onShed });
     const response = await get(url, 'a');
     expect(response.status).toBe(429);
     expect(response.headers.get('x-custom')).toBe('1');
@@ -254,12 +221,12 @@ describe('loadShed with a quota', () => {
   });
 
   it('hands a quota refusal to onShed on the hijacked raw response with Fastify', async () => {
-    const { quota } = seedQuota({ account: 0 });
+    const { quota } = accountQuota({ account: 0 });
     const onShed = vi.fn((_req: IncomingMessage, res: ServerResponse, error: ShedError) => {
       res.writeHead(error.reason === 'quota' ? error.status : 503);
       res.end(`fastify ${error.reason}`);
     });
-    const { url, calls } = await serveFastify({
+    const { url, calls } = await fastifyApp.serve({
       limiter: new Limiter({ limit: 10 }),
       quota,
       quotaContext: byAccount,
@@ -288,13 +255,13 @@ describe('loadShed with a quota', () => {
     open.on('failure', (e) => failures.push(e.policy));
     const limiter = new Limiter({ limit: 10 });
     const seen = watch(limiter);
-    const a = await serveNode({ limiter, quota: closed });
+    const a = await nodeHttp.serve({ limiter, quota: closed });
     const refused = await get(a.url);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('3');
     expect(await refused.json()).toEqual({ error: 'quota', axis: null });
     expect(seen).toEqual([]);
-    const b = await serveNode({ limiter, quota: open });
+    const b = await nodeHttp.serve({ limiter, quota: open });
     expect((await get(b.url)).status).toBe(200);
     expect(seen).toEqual(['acquire']);
     expect(failures).toEqual(['closed', 'open']);
@@ -318,7 +285,7 @@ describe('loadShed with a quota', () => {
       }),
     );
     server.on('request', (_req, res: ServerResponse) => res.on('close', () => closed.resolve()));
-    const url = await listen(server, closers);
+    const url = await listen(server);
     const controller = new AbortController();
     const response = fetch(url, { signal: controller.signal }).catch(() => 'aborted');
     await vi.waitFor(() => expect(judged).toHaveBeenCalledTimes(1));
@@ -360,7 +327,7 @@ describe('loadShed when the quota rejects', () => {
         res.status(500).send('handled');
       },
     );
-    const url = await listen(createServer(app), closers);
+    const url = await listen(createServer(app));
     const response = await fetch(url);
     expect(response.status).toBe(500);
     expect(await response.text()).toBe('handled');
@@ -369,15 +336,15 @@ describe('loadShed when the quota rejects', () => {
   });
 
   it('lets a throwing quotaContext propagate as a throw of the middleware: Express and Fastify answer 500, the quota is not charged', async () => {
-    const { quota, consume } = seedQuota();
+    const { quota, consume } = accountQuota();
     const quotaContext = (): { account: string } => {
       throw new Error('test: context');
     };
     const limiter = new Limiter({ limit: 10 });
     const seen = watch(limiter);
-    const viaExpress = await serveExpress({ limiter, quota, quotaContext });
+    const viaExpress = await expressApp.serve({ limiter, quota, quotaContext });
     expect((await get(viaExpress.url)).status).toBe(500);
-    const viaFastify = await serveFastify({ limiter, quota, quotaContext });
+    const viaFastify = await fastifyApp.serve({ limiter, quota, quotaContext });
     const response = await get(viaFastify.url);
     expect(response.status).toBe(500);
     expect(((await response.json()) as { message: string }).message).toBe('test: context');
@@ -389,7 +356,7 @@ describe('loadShed when the quota rejects', () => {
 
   it("sends the error to Fastify's error handler", async () => {
     const app = Fastify();
-    closers.push(() => app.close());
+    closeLater(() => app.close());
     await app.register(
       loadShed({ limiter: new Limiter({ limit: 10 }), quota: throwing() }).fastify,
     );
@@ -406,7 +373,7 @@ describe('loadShed when the quota rejects', () => {
     const wrapped = loadShed({ limiter: new Limiter({ limit: 10 }), quota: throwing() }).wrap(
       handler,
     );
-    const url = await listen(createServer(wrapped), closers);
+    const url = await listen(createServer(wrapped));
     const response = await fetch(url);
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ error: 'internal' });

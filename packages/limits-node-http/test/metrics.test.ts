@@ -4,7 +4,7 @@ import * as promClient from 'prom-client';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultRttBuckets, registerMetrics } from '../src/index.js';
-import { type Exposition, manualClock, metricsServer, seriesKey } from './metricsScrape.js';
+import { type Exposition, manualClock, metricsServer, seriesKey } from './support/metricsScrape.js';
 
 const OUTCOMES = ['success', 'dropped', 'failure', 'ignore'];
 const REASONS = [

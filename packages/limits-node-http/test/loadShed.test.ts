@@ -1,29 +1,28 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Limiter } from 'limits-core';
+// loadShed's behaviour, as one table of scenarios run against each framework it serves (node:http
+// through `wrap`, Express 5 middleware, the Fastify 5 plugin), then what only one framework has.
+// Real servers on 127.0.0.1:0 (see support/loadShedServers.ts); every wait is on a limiter event.
+import { createServer, type ServerResponse } from 'node:http';
+import express from 'express';
+import { Limiter, PartitionedLimiter } from 'limits-core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type LoadShedOptions, loadShed } from '../src/index.js';
-import { deferred, firstChunk, listen, nextEvent } from './loadShedSupport.js';
+import {
+  closeServers,
+  deferred,
+  expressApp,
+  fastifyApp,
+  firstChunk,
+  frameworks,
+  listen,
+  nextEvent,
+} from './support/loadShedServers.js';
 
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
+afterEach(closeServers);
 
-/** A node:http server behind `loadShed`; `gate` holds every response until the test opens it. */
-async function serve(options: LoadShedOptions, gate?: Promise<void>) {
-  const calls: string[] = [];
-  const handler = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    calls.push(req.url ?? '');
-    if (gate !== undefined) await gate;
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('ok');
-  };
-  const url = await listen(createServer(loadShed(options).wrap(handler)), closers);
-  return { url, calls };
-}
+describe.each(frameworks)('loadShed on %s', (_name, framework) => {
+  const serve = framework.serve.bind(framework);
 
-describe('loadShed on node:http', () => {
-  it('admits a request, runs the handler and releases the permit as success when the response finishes', async () => {
+  it('admits a request, lets the application answer and releases the permit as success when the response finishes', async () => {
     const limiter = new Limiter({ limit: 2 });
     const { url, calls } = await serve({ limiter });
     const released = nextEvent(limiter, 'release');
@@ -35,7 +34,7 @@ describe('loadShed on node:http', () => {
     expect(calls).toEqual(['/a']);
   });
 
-  it('answers a refused request with a 503, Retry-After, a JSON content type and length, and a body that names only the reason', async () => {
+  it('answers a refused request with a 503, Retry-After, a JSON content type and length, and a body that names only the reason, without reaching the application', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 0 });
     const gate = deferred();
     const { url, calls } = await serve({ limiter }, gate.promise);
@@ -53,6 +52,7 @@ describe('loadShed on node:http', () => {
     expect(calls).toEqual(['/held']);
     gate.resolve();
     expect((await first).status).toBe(200);
+    expect(calls).toEqual(['/held']);
   });
 
   it("writes the limiter's retry estimate as Retry-After in whole seconds, capped by maxRetryAfterMs", async () => {
@@ -122,15 +122,9 @@ describe('loadShed on node:http', () => {
   it('releases the permit as ignore when the client disconnects in the middle of the response', async () => {
     const limiter = new Limiter({ limit: 1 });
     const gate = deferred();
-    const handler = async (_req: IncomingMessage, res: ServerResponse): Promise<void> => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.write('partial');
-      await gate.promise;
-      res.end('rest');
-    };
-    const url = await listen(createServer(loadShed({ limiter }).wrap(handler)), closers);
+    const { url } = await serve({ limiter }, gate.promise);
     const controller = new AbortController();
-    const response = await fetch(url, { signal: controller.signal });
+    const response = await fetch(`${url}/stream`, { signal: controller.signal });
     expect(await firstChunk(response)).toBe('partial');
     expect(limiter.inflight).toBe(1);
     const released = nextEvent(limiter, 'release');
@@ -140,7 +134,7 @@ describe('loadShed on node:http', () => {
     gate.resolve();
   });
 
-  it('takes a client that disconnects while queued out of the queue at once, without running its handler', async () => {
+  it('takes a client that disconnects while queued out of the queue at once, without running the application', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5 });
     const gate = deferred();
     const { url, calls } = await serve({ limiter }, gate.promise);
@@ -162,19 +156,16 @@ describe('loadShed on node:http', () => {
     expect(limiter.inflight).toBe(0);
   });
 
-  it('reports a finished 503 of the application as dropped and a 500 as failure', async () => {
+  it("reports the application's finished 503 as dropped and its 500 as failure", async () => {
     const limiter = new Limiter({ limit: 2 });
-    const handler = (req: IncomingMessage, res: ServerResponse): void => {
-      res.statusCode = req.url === '/busy' ? 503 : 500;
-      res.end();
-    };
-    const url = await listen(createServer(loadShed({ limiter }).wrap(handler)), closers);
+    const { url } = await serve({ limiter });
     let released = nextEvent(limiter, 'release');
-    await fetch(`${url}/busy`);
+    expect((await fetch(`${url}/status/503`)).status).toBe(503);
     expect((await released).outcome).toBe('dropped');
     released = nextEvent(limiter, 'release');
-    await fetch(`${url}/broken`);
+    expect((await fetch(`${url}/status/500`)).status).toBe(500);
     expect((await released).outcome).toBe('failure');
+    expect(limiter.inflight).toBe(0);
   });
 
   it('asks classify for the outcome, and falls back to the status table when it returns nothing valid or throws', async () => {
@@ -183,11 +174,7 @@ describe('loadShed on node:http', () => {
       if (res.getHeader('x-outcome') === 'throw') throw new Error('classify bug');
       return res.getHeader('x-outcome') as never;
     });
-    const handler = (req: IncomingMessage, res: ServerResponse): void => {
-      res.setHeader('x-outcome', (req.url ?? '/').slice(1));
-      res.end();
-    };
-    const url = await listen(createServer(loadShed({ limiter, classify }).wrap(handler)), closers);
+    const { url } = await serve({ limiter, classify });
     for (const [given, expected] of [
       ['ignore', 'ignore'],
       ['dropped', 'dropped'],
@@ -195,54 +182,50 @@ describe('loadShed on node:http', () => {
       ['throw', 'success'],
     ]) {
       const released = nextEvent(limiter, 'release');
-      await fetch(`${url}/${given}`);
+      await fetch(`${url}/outcome/${given}`);
       expect((await released).outcome).toBe(expected);
     }
     expect(classify).toHaveBeenCalledTimes(4);
   });
 
-  it('answers a refusal with onShed when it is given', async () => {
+  it('hands a refusal to onShed, which answers on the raw response', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 0 });
     const gate = deferred();
-    const onShed = vi.fn(
-      (_req: IncomingMessage, res: ServerResponse, error: { reason: string }) => {
-        res.writeHead(429, { 'content-type': 'text/plain' });
-        res.end(`busy: ${error.reason}`);
-      },
-    );
+    const onShed = vi.fn((_req, res: ServerResponse, error: { reason: string }) => {
+      res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': '7' });
+      res.end(`busy: ${error.reason}`);
+    }) as NonNullable<LoadShedOptions['onShed']>;
     const { url } = await serve({ limiter, onShed }, gate.promise);
     const first = fetch(url);
     await nextEvent(limiter, 'acquire');
     const response = await fetch(url);
     expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('7');
     expect(await response.text()).toBe('busy: limit');
     expect(onShed).toHaveBeenCalledTimes(1);
     gate.resolve();
     await first;
   });
 
-  it('refuses with the 503 of the expired reason a request that waited longer than maxQueueWaitMs', async () => {
+  it('answers 503 with reason expired, from outside the admission, a request that waited longer than maxQueueWaitMs', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 5, maxQueueWaitMs: 1 });
     const gate = deferred();
-    const { url } = await serve({ limiter }, gate.promise);
-    const first = fetch(url);
+    const { url, calls } = await serve({ limiter }, gate.promise);
+    const first = fetch(`${url}/held`);
     await nextEvent(limiter, 'acquire');
-    const response = await fetch(url);
+    const response = await fetch(`${url}/late`);
     expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
     expect(await response.json()).toEqual({ error: 'overloaded', reason: 'expired' });
     gate.resolve();
     await first;
-  });
-
-  it('throws a TypeError that points to wrap() when the middleware is called without next', () => {
-    const shed = loadShed({ limiter: new Limiter() });
-    const call = shed as unknown as (req: unknown, res: unknown) => void;
-    expect(() => call({}, {})).toThrow(/use loadShed\(options\)\.wrap\(handler\)/);
-    expect(() => shed.wrap(42 as never)).toThrow(TypeError);
+    expect(calls).toEqual(['/held']);
   });
 });
 
-describe('loadShed time budget header', () => {
+describe.each(frameworks)('loadShed time budget header on %s', (_name, framework) => {
+  const serve = framework.serve.bind(framework);
+
   /** The options each acquireWith received. */
   function spied(limiter: Limiter) {
     return vi.spyOn(limiter, 'acquireWith');
@@ -315,5 +298,154 @@ describe('loadShed time budget header', () => {
     const response = await fetch(off.url, { headers: { 'x-request-timeout-ms': '0' } });
     expect(response.status).toBe(200);
     expect(spy.mock.calls.map((c) => c[1])).toEqual([{ timeoutMs: 750 }, undefined, undefined]);
+  });
+});
+
+describe.each(frameworks)('loadShed partitions on %s', (_name, framework) => {
+  const serve = framework.serve.bind(framework);
+
+  /** 4 units: login keeps 1 reserved; recommendations may borrow the other 3 and never queues. */
+  function bulkheads() {
+    return new PartitionedLimiter({
+      limit: 4,
+      partitions: {
+        login: { reserved: 1, maxQueued: 0 },
+        recommendations: { maxQueued: 0 },
+        default: { maxBorrow: 1, maxQueued: 0 },
+      },
+    });
+  }
+
+  it('keeps /login admitted while /recommendations is saturated and shed', async () => {
+    const limiter = bulkheads();
+    const gate = deferred();
+    const { url } = await serve({ limiter }, gate.promise);
+    const recommendations = limiter.partition('recommendations');
+    const held = [1, 2, 3].map((i) => fetch(`${url}/recommendations/${i}`));
+    while (recommendations.inflight < 3) await nextEvent(recommendations, 'acquire');
+    const shed = await fetch(`${url}/recommendations/4`);
+    expect(shed.status).toBe(503);
+    expect(await shed.json()).toEqual({ error: 'overloaded', reason: 'limit' });
+    const login = fetch(`${url}/login?user=a`);
+    await nextEvent(limiter.partition('login'), 'acquire');
+    expect(limiter.ledger().partitions.login?.running).toBe(1);
+    gate.resolve();
+    expect((await login).status).toBe(200);
+    for (const response of await Promise.all(held)) expect(response.status).toBe(200);
+    expect(limiter.ledger().partitions.recommendations?.released).toBe(3);
+    expect(limiter.ledger().partitions.login?.released).toBe(1);
+  });
+
+  it('sends paths that name no partition to the fallback partition', async () => {
+    const limiter = bulkheads();
+    const gate = deferred();
+    const { url } = await serve({ limiter }, gate.promise);
+    const other = fetch(`${url}/unknown/path`);
+    await nextEvent(limiter.partition('default'), 'acquire');
+    const root = fetch(`${url}/`);
+    await nextEvent(limiter.partition('default'), 'reject');
+    expect((await root).status).toBe(503);
+    gate.resolve();
+    expect((await other).status).toBe(200);
+    expect(limiter.ledger().partitions.default?.released).toBe(1);
+  });
+
+  it('uses the partition function, sending non-strings and unknown names to fallbackPartition', async () => {
+    const limiter = bulkheads();
+    const partition = (req: { headers: Record<string, unknown> }) =>
+      req.headers['x-part'] === 'none'
+        ? (undefined as unknown as string)
+        : String(req.headers['x-part']);
+    const { url } = await serve({ limiter, partition, fallbackPartition: 'recommendations' });
+    for (const part of ['login', 'none', 'attacker-chosen-label']) {
+      await fetch(url, { headers: { 'x-part': part } });
+    }
+    const { partitions } = limiter.ledger();
+    expect(partitions.login?.released).toBe(1);
+    expect(partitions.recommendations?.released).toBe(2);
+    expect(partitions.default?.released).toBe(0);
+    expect(Object.keys(partitions)).toEqual(['login', 'recommendations', 'default']);
+  });
+});
+
+describe('loadShed middleware', () => {
+  it('throws a TypeError that points to wrap() when the middleware is called without next', () => {
+    const shed = loadShed({ limiter: new Limiter() });
+    const call = shed as unknown as (req: unknown, res: unknown) => void;
+    expect(() => call({}, {})).toThrow(/use loadShed\(options\)\.wrap\(handler\)/);
+    expect(() => shed.wrap(42 as never)).toThrow(TypeError);
+  });
+});
+
+describe.each([
+  [expressApp.name, expressApp],
+  [fastifyApp.name, fastifyApp],
+])('loadShed on %s when a route throws', (_name, framework) => {
+  it('releases the permit as failure when the framework answers 500 from its error path', async () => {
+    const limiter = new Limiter({ limit: 1 });
+    const { url } = await framework.serve({ limiter });
+    for (const path of ['/boom', '/reject']) {
+      const released = nextEvent(limiter, 'release');
+      const response = await fetch(`${url}${path}`);
+      expect(response.status).toBe(500);
+      expect((await released).outcome).toBe('failure');
+      expect(limiter.inflight).toBe(0);
+    }
+  });
+});
+
+describe('loadShed as Express 5 middleware', () => {
+  it('releases the permits of stacked loadShed instances, each to its own limiter', async () => {
+    const outer = new Limiter({ limit: 2 });
+    const inner = new Limiter({ limit: 2 });
+    const app = express();
+    app.use(loadShed({ limiter: outer }));
+    app.get('/', loadShed({ limiter: inner }), (_req, res) => {
+      res.send('ok');
+    });
+    const url = await listen(createServer(app));
+    const released = Promise.all([nextEvent(outer, 'release'), nextEvent(inner, 'release')]);
+    expect(await (await fetch(url)).text()).toBe('ok');
+    expect((await released).map((e) => e.outcome)).toEqual(['success', 'success']);
+    expect([outer.inflight, inner.inflight]).toEqual([0, 0]);
+  });
+});
+
+describe('loadShed as a Fastify 5 plugin', () => {
+  it('applies to routes of the root and of encapsulated child plugins, as fastify-plugin would', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 0 });
+    const gate = deferred();
+    const { url } = await fastifyApp.serveWith({ limiter }, gate.promise, (app) => {
+      app.register(async (child) => {
+        child.get('/child', async () => 'child');
+      });
+    });
+    const first = fetch(`${url}/login`);
+    await nextEvent(limiter, 'acquire');
+    expect((await fetch(`${url}/child`)).status).toBe(503);
+    gate.resolve();
+    await first;
+    const released = nextEvent(limiter, 'release');
+    expect(await (await fetch(`${url}/child`)).text()).toBe('child');
+    await released;
+    expect(limiter.inflight).toBe(0);
+  });
+
+  it('gives the partition function the route pattern', async () => {
+    const limiter = new PartitionedLimiter({
+      limit: 2,
+      partitions: { login: { reserved: 1 }, other: {} },
+    });
+    const seen: Array<string | undefined> = [];
+    const partition = (_req: unknown, route: string | undefined) => {
+      seen.push(route);
+      return route === '/login' ? 'login' : 'nope';
+    };
+    const { url } = await fastifyApp.serve({ limiter, partition, fallbackPartition: 'other' });
+    await fetch(`${url}/login`);
+    await fetch(`${url}/recommendations/5`);
+    expect(seen).toEqual(['/login', '/recommendations/:id']);
+    expect(limiter.ledger().partitions.login?.released).toBe(1);
+    expect(limiter.ledger().partitions.other?.released).toBe(1);
   });
 });

@@ -1,5 +1,6 @@
+import { Limiter } from 'limits-core';
 import { describe, expect, it } from 'vitest';
-import { classifyError, classifyStatus } from '../src/shared/outcome.js';
+import { classifyError, classifyStatus, releaseWith, userOutcome } from '../src/shared/outcome.js';
 
 describe('classifyStatus', () => {
   it('reads 429, 502, 503 and 504 as congestion', () => {
@@ -57,5 +58,52 @@ describe('classifyError', () => {
     const a: { cause?: unknown } = {};
     a.cause = a;
     expect(classifyError(a)).toBe('failure');
+  });
+});
+
+describe("a user's classify", () => {
+  it('gives its answer when it is an outcome', () => {
+    for (const outcome of ['success', 'dropped', 'failure', 'ignore'] as const) {
+      expect(userOutcome(() => outcome, 503)).toBe(outcome);
+    }
+  });
+
+  it('leaves the default (undefined) without a classify, or when it answers nothing or nonsense, or throws', () => {
+    expect(userOutcome(undefined, 503)).toBeUndefined();
+    expect(userOutcome(() => undefined, 503)).toBeUndefined();
+    expect(userOutcome(() => 'nonsense' as never, 503)).toBeUndefined();
+    expect(
+      userOutcome(() => {
+        throw new Error('classify bug');
+      }, 503),
+    ).toBeUndefined();
+  });
+
+  it('is asked about the subject it is given', () => {
+    const seen: unknown[] = [];
+    userOutcome(
+      (subject: { status: number }) => {
+        seen.push(subject);
+        return undefined;
+      },
+      { status: 418 },
+    );
+    expect(seen).toEqual([{ status: 418 }]);
+  });
+});
+
+describe('releaseWith', () => {
+  it("reports each outcome to the permit's own method, and only the first one counts", () => {
+    const limiter = new Limiter({ limit: 4 });
+    const seen: string[] = [];
+    limiter.on('release', (event) => seen.push(event.outcome));
+    for (const outcome of ['success', 'dropped', 'failure', 'ignore'] as const) {
+      const permit = limiter.tryAcquire();
+      if (permit === undefined) throw new Error('no permit');
+      releaseWith(permit, outcome);
+      releaseWith(permit, 'success');
+    }
+    expect(seen).toEqual(['success', 'dropped', 'failure', 'ignore']);
+    expect(limiter.inflight).toBe(0);
   });
 });
