@@ -227,7 +227,7 @@ export async function firstChunk(response: Response): Promise<string> {
 /**
  * The real `process.nextTick`, taken when the module loads: read inside a test it could be a spy left
  * by an earlier one (vi.spyOn on a spied method reuses that spy), and calling it from the new spy
- * then recursed until the stack overflowed.
+ * would recurse until the stack overflows.
  */
 const realNextTick = process.nextTick;
 
