@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Limiter, LimiterEvents } from 'limits-core';
-import { vi } from 'vitest';
+import { onTestFinished } from 'vitest';
 import { type LoadShedOptions, loadShed } from '../../src/index.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -225,29 +225,44 @@ export async function firstChunk(response: Response): Promise<string> {
 }
 
 /**
- * The real `process.nextTick`, taken when the module loads: read inside a test it could be a spy left
- * by an earlier one (vi.spyOn on a spied method reuses that spy), and calling it from the new spy
- * would recurse until the stack overflows.
- */
-const realNextTick = process.nextTick;
-
-/**
  * Errors that would be uncaught without load shedding stay uncaught with it; these tests catch them
  * where they surface (the request listener's caller, or the next tick) instead of crashing the run:
- * an error whose message starts with `test:` handed to `process.nextTick` is collected instead of
- * scheduled (restored by `vi.restoreAllMocks()`).
+ * until the test ends, an error whose message starts with `test:` handed to `process.nextTick` is
+ * collected instead of scheduled.
+ *
+ * Not a `vi.spyOn`: Vitest's worker swaps `process.nextTick` around its own RPC calls and puts back,
+ * a tick later, the value it read, which can drop a spy installed in between (or bring back an
+ * earlier test's). The capture sits on top as an accessor instead: what anyone assigns goes
+ * underneath it, and every other call goes through to that.
  */
 export function captureNextTickErrors(): unknown[] {
   const errors: unknown[] = [];
-  vi.spyOn(process, 'nextTick').mockImplementation(((
-    fn: (...a: unknown[]) => void,
-    ...args: unknown[]
-  ) => {
-    if (args[0] instanceof Error && args[0].message.startsWith('test:')) {
+  const before = Object.getOwnPropertyDescriptor(process, 'nextTick') as PropertyDescriptor;
+  let next = process.nextTick;
+  let active = true;
+  const capture = ((fn: (...a: unknown[]) => void, ...args: unknown[]) => {
+    if (active && args[0] instanceof Error && args[0].message.startsWith('test:')) {
       errors.push(args[0]);
       return;
     }
-    realNextTick(fn, ...args);
-  }) as typeof process.nextTick);
+    next(fn, ...args);
+  }) as typeof process.nextTick;
+  Object.defineProperty(process, 'nextTick', {
+    configurable: true,
+    enumerable: before.enumerable ?? true,
+    get: () => capture,
+    set: (value: typeof process.nextTick) => {
+      if (value !== capture) next = value;
+    },
+  });
+  onTestFinished(() => {
+    active = false;
+    Object.defineProperty(process, 'nextTick', {
+      configurable: true,
+      enumerable: before.enumerable ?? true,
+      writable: true,
+      value: next,
+    });
+  });
   return errors;
 }
