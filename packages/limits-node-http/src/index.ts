@@ -1,6 +1,7 @@
 // limits-node-http: HTTP integrations for limits-core (see README.md).
 //
-// The source, one folder per entry point (test/layout.test.ts keeps this true):
+// The source, one folder per entry point (ARCHITECTURE.md at the repository's root draws it, and
+// `npm test` keeps it true):
 //   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the budget)
 //   interceptor/  limitInterceptor for undici (one request's handler, its caller, retries, fallbacks)
 //   loadShed/     loadShed for node:http, Express and Fastify (admission, a request's call, answers)
