@@ -4,6 +4,7 @@ import {
   defaultClassify,
   type LimitExceededError,
   type Limiter,
+  OUTCOMES,
   type Outcome,
   type Permit,
   type PermitRequest,
@@ -240,7 +241,7 @@ export class Call extends CallContext implements PermitRequest, Timed {
     // Still running: the permit goes back when the action settles, with the hold's outcome.
     if (state.phase !== 'held' || state.hold !== record) return;
     this.#end();
-    release(state.permit, record.outcome ?? state.outcome);
+    state.permit.release(record.outcome ?? state.outcome);
   }
 
   /**
@@ -324,7 +325,7 @@ export class Call extends CallContext implements PermitRequest, Timed {
       parts.timeouts?.remove(this);
     } else {
       this.#end();
-      release(state.permit, hold?.outcome ?? outcome);
+      state.permit.release(hold?.outcome ?? outcome);
     }
     if (outcome === 'success') parts.circuit.success(this);
     else if (outcome !== 'ignore') parts.circuit.failure(this, error);
@@ -355,7 +356,9 @@ export class Call extends CallContext implements PermitRequest, Timed {
     } catch {
       outcome = undefined;
     }
-    return outcome ?? defaultClassify(error);
+    if (outcome === undefined) return defaultClassify(error);
+    // An answer that is not an outcome says nothing of the call: `ignore`.
+    return OUTCOMES.includes(outcome) ? outcome : 'ignore';
   }
 
   /** Nothing is left to do for the call: out of the timeout list and of the calls in flight. */
@@ -408,14 +411,6 @@ export class CallsInFlight {
     }
     return calls;
   }
-}
-
-/** Releases `permit` with `outcome`. */
-function release(permit: Permit, outcome: Outcome): void {
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
 }
 
 /** Whether `value` is a thenable (reads `then` once; a getter that throws, throws). */

@@ -4,9 +4,16 @@
  */
 import {
   type AcquireOptions,
-  acquireOptionNames,
   type Classify,
   type Clock,
+  Limiter,
+  type LimiterOptions,
+  OUTCOMES,
+  type Outcome,
+  VegasLimit,
+} from 'limits-core';
+import {
+  acquireOptionNames,
   checkAcquireOptions,
   checkBoolean,
   checkClock,
@@ -17,12 +24,7 @@ import {
   checkOneOf,
   checkString,
   formatValue,
-  Limiter,
-  type LimiterOptions,
-  OUTCOMES,
-  type Outcome,
-  VegasLimit,
-} from 'limits-core';
+} from 'limits-core/internal';
 import type { FallbackFunction } from './Fallback.js';
 import type { OpossumConstructor } from './opossum.js';
 

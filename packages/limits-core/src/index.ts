@@ -7,7 +7,7 @@ export type {
   LimitReason,
   Sample,
 } from './algorithms/LimitAlgorithm.js';
-export { BASELINE_MAX_AGE_MS, type NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
+export type { NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
 export { VegasLimit, type VegasLimitOptions } from './algorithms/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './algorithms/WindowedLimit.js';
 export {
@@ -19,28 +19,8 @@ export {
 export { isLimitsError, LimitsError } from './errors/LimitsError.js';
 export { CostEstimator, type CostEstimatorOptions } from './fairness/CostEstimator.js';
 export type { FairnessOptions } from './fairness/DeficitRoundRobin.js';
-export { checkClock } from './internal/checkClock.js';
 export { type Clock, systemClock } from './internal/clock.js';
 export { type Random, seededRandom } from './internal/random.js';
-/** Option checks with limits' one message shape, for integration packages (e.g. limits-breaker). */
-export {
-  checkBoolean,
-  checkFunction,
-  checkKeys,
-  checkNumber,
-  checkObject,
-  checkOneOf,
-  checkSignal,
-  checkString,
-  formatValue,
-  type NumberRange,
-} from './internal/validate.js';
-/** The acquire options' check, for integration packages that take acquire options of their own. */
-export {
-  type AcquireOptionNames,
-  acquireOptionNames,
-  checkAcquire as checkAcquireOptions,
-} from './limiter/checks.js';
 export type {
   AcquireEvent,
   ExpireEvent,
@@ -51,12 +31,6 @@ export type {
   RejectEvent,
   ReleaseEvent,
 } from './limiter/events.js';
-export {
-  LATE_PROBE_CAPACITY,
-  LATE_PROBE_SPACING_MS,
-  LATE_PROBES_FOR_MS,
-  MAX_LATE_PROBES,
-} from './limiter/LateProbes.js';
 export { Limiter } from './limiter/Limiter.js';
 export type {
   AcquireOptions,

@@ -1,6 +1,5 @@
-import { Limiter } from 'limits-core';
 import { describe, expect, it } from 'vitest';
-import { classifyError, classifyStatus, releaseWith, userOutcome } from '../src/shared/outcome.js';
+import { classifyError, classifyStatus, userOutcome } from '../src/shared/outcome.js';
 
 describe('classifyStatus', () => {
   it('reads 429, 502, 503 and 504 as congestion', () => {
@@ -89,21 +88,5 @@ describe("a user's classify", () => {
       { status: 418 },
     );
     expect(seen).toEqual([{ status: 418 }]);
-  });
-});
-
-describe('releaseWith', () => {
-  it("reports each outcome to the permit's own method, and only the first one counts", () => {
-    const limiter = new Limiter({ limit: 4 });
-    const seen: string[] = [];
-    limiter.on('release', (event) => seen.push(event.outcome));
-    for (const outcome of ['success', 'dropped', 'failure', 'ignore'] as const) {
-      const permit = limiter.tryAcquire();
-      if (permit === undefined) throw new Error('no permit');
-      releaseWith(permit, outcome);
-      releaseWith(permit, 'success');
-    }
-    expect(seen).toEqual(['success', 'dropped', 'failure', 'ignore']);
-    expect(limiter.inflight).toBe(0);
   });
 });

@@ -1,16 +1,16 @@
 import {
   type AcquireOptions,
   type AttemptResult,
-  formatValue,
   isRefusal,
   type Limiter,
   type Outcome,
   type Permit,
 } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 import { publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
 import type { AttemptOutcome, FetchCallContext, HttpAttempt } from '../shared/httpGuard.js';
-import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
+import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js';
 import { retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
 import { BodyLease, holdBody } from './BodyLease.js';
@@ -218,10 +218,10 @@ async function attempt(
   const permit = await acquire(limiter, budget);
   const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
   if (!x.failed && keepsBody(c, x.response as Response)) {
-    const held = holdResponse(c, x, budget, (outcome) => releaseWith(permit, outcome));
+    const held = holdResponse(c, x, budget, (outcome) => permit.release(outcome));
     if (held !== undefined) return held;
   }
-  releaseWith(permit, x.outcome);
+  permit.release(x.outcome);
   if (x.failed) throw x.error;
   return x.response as Response;
 }

@@ -1,16 +1,12 @@
+import { type Clock, type Limiter, type Outcome, type RetryPolicy, systemClock } from 'limits-core';
 import {
-  type Clock,
   checkClock,
   checkFunction,
   checkKeys,
   checkNumber,
   checkOneOf,
   formatValue,
-  type Limiter,
-  type Outcome,
-  type RetryPolicy,
-  systemClock,
-} from 'limits-core';
+} from 'limits-core/internal';
 import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
 import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
 

@@ -1,4 +1,4 @@
-import { formatValue } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 import type { DispatchController, DispatchHandler, InterceptorHeaders } from './dispatcher.js';
 
 /**

@@ -12,7 +12,7 @@ import type {
   HttpAttempt,
   LimitFetchGuard,
 } from '../shared/httpGuard.js';
-import { classifyError, classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
+import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
 import { Caller } from './Caller.js';
 import type {
@@ -443,7 +443,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     const permit = this.#permit;
     if (permit !== undefined) {
       this.#permit = undefined;
-      releaseWith(permit, outcome);
+      permit.release(outcome);
       return;
     }
     const ctx = this.#ctx;

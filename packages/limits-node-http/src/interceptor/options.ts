@@ -1,17 +1,19 @@
 import {
   type AcquireOptions,
   type Clock,
+  type Limiter,
+  type Outcome,
+  type RetryPolicy,
+  systemClock,
+} from 'limits-core';
+import {
   checkClock,
   checkFunction,
   checkKeys,
   checkNumber,
   checkOneOf,
   formatValue,
-  type Limiter,
-  type Outcome,
-  type RetryPolicy,
-  systemClock,
-} from 'limits-core';
+} from 'limits-core/internal';
 import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
 import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
 import type { InterceptorHeaders } from './dispatcher.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
-import { classifyStatus, releaseWith, userOutcome } from '../shared/outcome.js';
+import { classifyStatus, userOutcome } from '../shared/outcome.js';
 import type { ResolvedShedOptions } from './options.js';
 import { type ShedError, type ShedResponse, shedResponse, writeShed } from './shedResponse.js';
 
@@ -116,10 +116,7 @@ export abstract class ShedCall implements PermitRequest {
     if (permit !== undefined) {
       this.permit = undefined;
       const res = this.res;
-      releaseWith(
-        permit,
-        res.writableFinished ? responseOutcome(this.options.classify, res) : 'ignore',
-      );
+      permit.release(res.writableFinished ? responseOutcome(this.options.classify, res) : 'ignore');
       return;
     }
     const ticket = this.ticket;

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type AcquireOptions,
-  formatValue,
   type Limiter,
   type Quota,
   QuotaExceededError,
   type QuotaResult,
 } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 import { type DiagnosticsHandle, publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
 import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';

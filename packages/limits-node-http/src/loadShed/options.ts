@@ -1,14 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  checkFunction,
-  checkKeys,
-  checkNumber,
-  formatValue,
-  type Limiter,
-  type Outcome,
-  type PartitionedLimiter,
-  type Quota,
-} from 'limits-core';
+import type { Limiter, Outcome, PartitionedLimiter, Quota } from 'limits-core';
+import { checkFunction, checkKeys, checkNumber, formatValue } from 'limits-core/internal';
 import type { ShedError } from './shedResponse.js';
 
 /**
@@ -101,7 +93,7 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
   classify?: (res: ServerResponse) => Outcome | undefined;
 }
 
-/** @internal The checked options. */
+/** The checked options. */
 export interface ResolvedShedOptions {
   limiter: Limiter | undefined;
   quota: Quota<unknown> | undefined;

@@ -1,7 +1,4 @@
 import {
-  checkKeys,
-  checkString,
-  formatValue,
   type Limiter,
   OUTCOMES,
   type PartitionLedger,
@@ -9,6 +6,7 @@ import {
   type RejectEvent,
   type ReleaseEvent,
 } from 'limits-core';
+import { checkKeys, checkString, formatValue } from 'limits-core/internal';
 import {
   construct,
   loadPromClient,

@@ -1,4 +1,5 @@
-import { formatValue, type Limiter, type PartitionedLimiter } from 'limits-core';
+import type { Limiter, PartitionedLimiter } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 
 /** Circuit states of a limits-breaker guard. */
 export type GuardCircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
@@ -45,7 +46,7 @@ export interface SourcePart {
   readonly limiter: Limiter;
 }
 
-/** @internal A source taken apart: its limiters, and the guard when it is one. */
+/** A source taken apart: its limiters, and the guard when it is one. */
 export interface ResolvedSource {
   readonly parts: readonly SourcePart[];
   /** The PartitionedLimiter, when the source is one (its ledger). */

@@ -4,7 +4,8 @@
  * `limitFetch` and `limitInterceptor` both take it (one guard may serve both), and each hands
  * `guard.fire()` an {@link HttpAttempt} of its own.
  */
-import { checkObject, formatValue, type Outcome } from 'limits-core';
+import type { Outcome } from 'limits-core';
+import { checkObject, formatValue } from 'limits-core/internal';
 
 /**
  * What the guard's action gets as its context: limits-breaker's `CallContext` (its `signal`, and

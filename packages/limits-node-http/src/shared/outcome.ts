@@ -2,11 +2,11 @@
  * The outcome of an HTTP call, the one set of rules every entry point uses: which statuses and errors
  * mean congestion (`dropped`: the limit backs off, and a breaker failure), which mean a broken
  * downstream (`failure`: a breaker failure only), and which say nothing (`ignore`); how a user's
- * `classify` is asked first; and how a permit is told the outcome. Each entry point classifies in
+ * `classify` is asked first. Each entry point classifies in
  * one function built on these (`fetchOutcome`, `requestOutcome`, `responseOutcome`). Nothing here
  * knows about fetch, undici or node:http: statuses, errors and signals only.
  */
-import { OUTCOMES, type Outcome, type Permit } from 'limits-core';
+import { OUTCOMES, type Outcome } from 'limits-core';
 
 /** An HTTP call's outcome: limits-core's one vocabulary (`success | dropped | failure | ignore`). */
 export type HttpOutcome = Outcome;
@@ -96,15 +96,4 @@ export function userOutcome<T>(
     return undefined;
   }
   return VALID.has(outcome) ? (outcome as Outcome) : undefined;
-}
-
-/** What {@link releaseWith} needs of a permit: its four outcome methods (a limits-core `Permit`). */
-export type OutcomeReport = Pick<Permit, 'success' | 'dropped' | 'failure' | 'ignore'>;
-
-/** Reports `outcome` to `permit` (the permit's first report wins, as for its own methods). */
-export function releaseWith(permit: OutcomeReport, outcome: Outcome): void {
-  if (outcome === 'success') permit.success();
-  else if (outcome === 'dropped') permit.dropped();
-  else if (outcome === 'failure') permit.failure();
-  else permit.ignore();
 }

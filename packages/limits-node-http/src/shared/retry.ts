@@ -2,7 +2,8 @@
  * The retry rules `limitFetch` and `limitInterceptor` share: which requests may be repeated by
  * default, the `retry` option's check, and what a response means for a retry.
  */
-import { formatValue, type Outcome, type RetryPolicy } from 'limits-core';
+import type { Outcome, RetryPolicy } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 import { retryAfterVerdict } from './retryAfter.js';
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);

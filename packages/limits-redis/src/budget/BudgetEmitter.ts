@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { BudgetEvents } from './events.js';
 
-/** @internal The budget's events, emitted so that a listener's error never reaches its callers. */
+/** The budget's events, emitted so that a listener's error never reaches its callers. */
 export class BudgetEmitter extends EventEmitter<BudgetEvents> {
   /**
    * @internal Emits `event`; a listener that throws never reaches the budget's callers: its error goes to the

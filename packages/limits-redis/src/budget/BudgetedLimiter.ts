@@ -1,4 +1,5 @@
-import { type AcquireOptions, formatValue, type Limiter, type Permit } from 'limits-core';
+import type { AcquireOptions, Limiter, Permit } from 'limits-core';
+import { formatValue } from 'limits-core/internal';
 import type { Lease } from './Lease.js';
 import type { BudgetAcquireOptions } from './options.js';
 

@@ -1,4 +1,4 @@
-/** @internal What a lease reports back to: its budget. */
+/** What a lease reports back to: its budget. */
 export interface LeaseOwner {
   /** @internal */
   _releaseLease(lease: Lease): Promise<boolean>;

@@ -1,5 +1,5 @@
+import { type Clock, systemClock } from 'limits-core';
 import {
-  type Clock,
   checkClock,
   checkKeys,
   checkNumber,
@@ -7,8 +7,7 @@ import {
   checkSignal,
   checkString,
   formatValue,
-  systemClock,
-} from 'limits-core';
+} from 'limits-core/internal';
 import type { RedisClient } from './RedisClient.js';
 
 /**

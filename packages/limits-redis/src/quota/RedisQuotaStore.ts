@@ -1,13 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { QuotaStore, QuotaStoreRequest, QuotaStoreVerdict } from 'limits-core';
-import {
-  checkKeys,
-  checkNumber,
-  checkOneOf,
-  checkString,
-  formatValue,
-  MAX_QUOTA_KEY_LENGTH,
-} from 'limits-core';
+import { MAX_QUOTA_KEY_LENGTH } from 'limits-core';
+import { checkKeys, checkNumber, checkOneOf, checkString, formatValue } from 'limits-core/internal';
 import { connectionLost } from '../connectionLost.js';
 import { evalScript, type ScriptClient } from '../luaScript.js';
 import { encodeKeyPart } from './encodeKeyPart.js';
