@@ -9,7 +9,7 @@
 // run (test/convergence.test.ts and test/convergence.delayBased.test.ts assert on it; this prints the
 // numbers). Deterministic: seeded noise and probe spacing, simulated time. `tickMs: 25` simulates the
 // ticks of a Limiter's stall detector (default `stallThresholdMs` 50), which report calls still in
-// flight past the algorithm's `lateAfterMs` (issue 12); "fed directly" runs without them. Takes a few
+// flight past the algorithm's `lateAfterMs`; "fed directly" runs without them. Takes a few
 // seconds.
 
 import { AimdLimit, GradientLimit, seededRandom, VegasLimit } from 'limits-core';

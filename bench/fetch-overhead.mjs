@@ -1,5 +1,5 @@
 // Per-request overhead of limitFetch against bare fetch, to a local node:http server (same process,
-// 127.0.0.1, keep-alive), the third benchmark of issue 11.
+// 127.0.0.1, keep-alive).
 //
 //   node bench/fetch-overhead.mjs            full run (9 rounds of 4,000 requests per contender, bounded
 //                                            at about 2 minutes)

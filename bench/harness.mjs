@@ -116,7 +116,7 @@ export function createSemaphore(limit) {
 }
 
 /**
- * The floor of the results before issue 10, kept as a second row so older ratios stay comparable: an
+ * A second floor, an `async` function semaphore, kept as a reference row: an
  * `async` function that waits for a slot (FIFO linked list of resolvers, direct hand-over), then
  * `return await fn()` inside try/finally.
  */
@@ -725,7 +725,7 @@ export function packageEntryUrl(dir) {
 
 /**
  * `guard(task, …)` of any build of limits-breaker, with `limit` (its own limiter's options) and a
- * timeout of `timeoutMs` (or `false`). Builds before issue 10 call that option `timeout` and accept
+ * timeout of `timeoutMs` (or `false`). Older builds call that option `timeout` and accept
  * unknown keys silently; later ones refuse `timeout` (renamed `timeoutMs`): the old name is tried
  * first.
  */
@@ -798,7 +798,7 @@ export function buildState(dir) {
     : `dist built ${new Date(dist).toISOString()}, newer than src`;
 }
 
-/** A short hash of the `.js` files below `dist`: which build ran (another session may rebuild it). */
+/** A short hash of the `.js` files below `dist`: which build ran (a rebuild during the run would change it). */
 export function distFingerprint(dist) {
   const h = createHash('sha256');
   const walk = (dir) => {

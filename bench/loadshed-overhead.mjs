@@ -1,4 +1,4 @@
-// Benchmark (1) of issue 11: the cost of limits-node-http's loadShed on a trivial Fastify 5 route,
+// The cost of limits-node-http's loadShed on a trivial Fastify 5 route,
 // measured with autocannon on 127.0.0.1: requests/s and p99 latency with and without it, side by side.
 //
 //   node bench/loadshed-overhead.mjs                 full run: 5 rounds × 5 s per variant (~1 min)

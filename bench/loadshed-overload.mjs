@@ -1,4 +1,4 @@
-// Benchmark (2) of issue 11: overload at the door. A Fastify 5 route whose work is an outbound call
+// Overload at the door. A Fastify 5 route whose work is an outbound call
 // to a downstream that turns slow is offered twice what the downstream can serve; limits-node-http's
 // loadShed (Vegas, Gradient, and a fixed limit that knows the downstream's capacity, for reference)
 // against @fastify/under-pressure (what Fastify users reach for today: it sheds on event-loop delay,

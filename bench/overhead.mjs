@@ -12,7 +12,7 @@
 // medians) is harness.mjs's, shared with breaker-overhead.mjs; bench/README.md explains it. This file
 // declares the contenders and prints the table: median ns/call and its ratio to the floor, the
 // hand-written semaphore (then) in the same mode; the limits-core rows also to the semaphore (async),
-// the floor of the results before issue 10.
+// a second floor, an `async` function semaphore.
 
 import { fileURLToPath } from 'node:url';
 import { bulkhead } from 'cockatiel';

@@ -53,7 +53,7 @@ const CONTENDERS = {
   'limits-maxwait':
     'limits-core `new Limiter({ limit: 1, maxQueued: 200000, maxQueueWaitMs: 60000 })`, `acquire()` (expiry heap, no deadline admission)',
   'limits-acquire-noleaks':
-    "limits-acquire with `trackLeaks: 'off'` (what leak detection, on by default since issue 9, costs an `acquire()` caller)",
+    "limits-acquire with `trackLeaks: 'off'` (what leak detection, on by default, costs an `acquire()` caller)",
   'limits-maxwait-noleaks': "limits-maxwait with `trackLeaks: 'off'`",
 };
 
@@ -283,7 +283,7 @@ async function childDrain(name) {
 }
 
 function distFingerprint(name) {
-  // Which build of limits-core ran (another session may rebuild dist while we run).
+  // Which build of limits-core ran (dist could be rebuilt while we run).
   if (!name.startsWith('limits')) return undefined;
   return fingerprint(
     process.env.LIMITS_CORE

@@ -398,7 +398,7 @@ async function child(name) {
 }
 
 function distFingerprint() {
-  // Which build of limits-core ran (another session may rebuild dist while we run).
+  // Which build of limits-core ran (dist could be rebuilt while we run).
   return fingerprint(
     process.env.LIMITS_CORE
       ? path.dirname(process.env.LIMITS_CORE)
