@@ -227,18 +227,18 @@ const CONTENDERS = [
     id: 'guard',
     name: 'guard() `timeoutMs: false`, limit 64',
     create: () =>
-      guardContender({ timeoutMs: false, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
+      guardContender({ timeoutMs: false, limiter: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
   },
   {
     id: 'guard-vegas',
     name: 'guard() `timeoutMs: false`, default VegasLimit',
-    create: () => guardContender({ timeoutMs: false, limit: { maxQueued: MAX_QUEUED } }),
+    create: () => guardContender({ timeoutMs: false, limiter: { maxQueued: MAX_QUEUED } }),
   },
   {
     id: 'guard-timeout',
     name: 'guard() `timeoutMs: 10000`, limit 64',
     create: () =>
-      guardContender({ timeoutMs: TIMEOUT_MS, limit: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
+      guardContender({ timeoutMs: TIMEOUT_MS, limiter: { limit: LIMIT, maxQueued: MAX_QUEUED } }),
   },
   ...(OTHER_BREAKER === undefined
     ? []

@@ -102,7 +102,7 @@ function contenders(ids) {
           const core = await import(pathToFileURL(entry(id)).href);
           const limit = alg === 'fixed' ? LIMIT : pinnedVegas(core.VegasLimit);
           const limiter = new core.Limiter({
-            limit,
+            ...(typeof limit === 'number' ? { limit } : { algorithm: limit }),
             ...(mode === 'burst' ? { maxQueued: 100_000 } : {}),
           });
           return limiterContender(limiter);

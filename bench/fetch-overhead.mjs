@@ -16,7 +16,7 @@
 //              body has been read
 //   limitFetch limitFetch(fetch, { limiter }) with a limits-core Limiter (fixed limit): the permit is
 //              held until the body has been read (the default release: 'body')
-//   +timeout   the same with timeoutMs (a budget timer and a merged AbortSignal per request)
+//   +timeout   the same with timeoutMs (a deadline timer and a merged AbortSignal per request)
 //   headers    limitFetch with release: 'headers' (no body wrapper)
 //
 // Method: `concurrency` loops issue requests back to back (each waits for its body) until a round's

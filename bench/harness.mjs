@@ -724,17 +724,21 @@ export function packageEntryUrl(dir) {
 }
 
 /**
- * `guard(task, …)` of any build of limits-breaker, with `limit` (its own limiter's options) and a
- * timeout of `timeoutMs` (or `false`). Older builds call that option `timeout` and accept
- * unknown keys silently; later ones refuse `timeout` (renamed `timeoutMs`): the old name is tried
- * first.
+ * `guard(task, …)` of any build of limits-breaker, with `limiter` (its own limiter's options) and a
+ * timeout of `timeoutMs` (or `false`). Builds that name those options `limit` and `timeout` refuse
+ * `limiter` options, and are then called with those names.
  */
-export function guardOfAnyBuild(guard, task, timeoutMs, limit) {
-  try {
-    return guard(task, { timeout: timeoutMs, limit });
-  } catch {
-    return guard(task, { timeoutMs, limit });
+export function guardOfAnyBuild(guard, task, timeoutMs, limiter) {
+  for (const options of [
+    { timeoutMs, limiter },
+    { timeoutMs, limit: limiter },
+    { timeout: timeoutMs, limit: limiter },
+  ]) {
+    try {
+      return guard(task, options);
+    } catch {}
   }
+  throw new Error('guardOfAnyBuild: no option shape is accepted by this guard()');
 }
 
 /** Yields one macrotask turn, as a server would between batches. */

@@ -162,7 +162,7 @@ async function vegasCell(core, calls) {
     clearTimeout: (handle) => clearTimeout(handle),
   };
   const limiter = new core.Limiter({
-    limit: pinnedVegas(core.VegasLimit),
+    algorithm: pinnedVegas(core.VegasLimit),
     stallThresholdMs: 600_000,
     clock,
   });

@@ -15,7 +15,7 @@
 //   bare             no load shedding;
 //   loadshed-fixed   `await app.register(loadShed({ limiter: new Limiter({ limit: 10_000 }) }).fastify)`:
 //                    the admission machinery only (a permit per request, never a refusal);
-//   loadshed-vegas   the same with `new Limiter({ limit: new VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }), maxQueued: 1000 })`:
+//   loadshed-vegas   the same with `new Limiter({ algorithm: new VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }), maxQueued: 1000 })`:
 //                    adds the timing of every request and the algorithm's update.
 // The parent runs autocannon 9 (in-process, `connections` keep-alive connections, no pipelining,
 // closed loop: as fast as the server answers) against each variant for `seconds` seconds, after one
@@ -45,7 +45,7 @@ const VARIANTS = {
   bare: 'no load shedding',
   'loadshed-fixed': 'loadShed, `Limiter({ limit: 10_000 })`',
   'loadshed-vegas':
-    'loadShed, `Limiter({ limit: VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }), maxQueued: 1000 })`',
+    'loadShed, `Limiter({ algorithm: VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }), maxQueued: 1000 })`',
 };
 const only = opt('only')?.split(',');
 const chosen = Object.keys(VARIANTS).filter((v) => only === undefined || only.includes(v));
@@ -63,7 +63,7 @@ async function serveVariant(variant) {
       variant === 'loadshed-fixed'
         ? new Limiter({ limit: 10_000 })
         : new Limiter({
-            limit: new VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }),
+            algorithm: new VegasLimit({ initialLimit: 1000, maxLimit: 10_000 }),
             maxQueued: 1000,
           });
     await app.register(loadShed({ limiter }).fastify);

@@ -33,12 +33,12 @@
 //   none               no load shedding;
 //   under-pressure     @fastify/under-pressure { maxEventLoopDelay: 100, maxEventLoopUtilization: 0.9,
 //                      eventLoopUtilizationMode: 'interval', retryAfter: 1 } (documented options);
-//   loadshed-vegas     loadShed({ limiter: new Limiter({ limit: new VegasLimit({ initialLimit: 20,
+//   loadshed-vegas     loadShed({ limiter: new Limiter({ algorithm: new VegasLimit({ initialLimit: 20,
 //                      maxLimit: 500 }), maxQueued: 100, maxQueueWaitMs: 2000 }) });
 //   loadshed-gradient  the same with new GradientLimit({ initialLimit: 20, maxLimit: 500 });
 //   loadshed-fixed     the same with limit: 20 (the downstream's N: the best a static limit can do,
 //                      knowing the capacity in advance).
-// loadShed reads the time budget header by default: a request that cannot be served within its
+// loadShed reads the time limit header by default: a request that cannot be served within its
 // 2,000 ms given the queue ahead is refused at once (503) rather than queued.
 //
 // Reported per phase: goodput (200 answers received during the phase, within the client's 2 s, per
@@ -153,7 +153,11 @@ async function serveApp(variant, downstream) {
         : variant === 'loadshed-gradient'
           ? new GradientLimit({ initialLimit: 20, maxLimit: 500 })
           : N;
-    const limiter = new Limiter({ limit, maxQueued: 100, maxQueueWaitMs: 2000 });
+    const limiter = new Limiter({
+      ...(typeof limit === 'number' ? { limit } : { algorithm: limit }),
+      maxQueued: 100,
+      maxQueueWaitMs: 2000,
+    });
     await app.register(loadShed({ limiter }).fastify);
   }
   app.get('/work', async (_request, reply) => {

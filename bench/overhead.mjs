@@ -125,7 +125,7 @@ const CONTENDERS = [
     name: 'limits-core Limiter(VegasLimit 64..64)',
     modes: limiterModes,
     create: (mode) =>
-      limiterContender(new Limiter({ limit: pinnedVegas(VegasLimit), ...queueOpts(mode) })),
+      limiterContender(new Limiter({ algorithm: pinnedVegas(VegasLimit), ...queueOpts(mode) })),
   },
   {
     id: 'limiter-vegas-sampled',
@@ -133,7 +133,7 @@ const CONTENDERS = [
     modes: limiterModes,
     create: (mode) =>
       limiterContender(
-        new Limiter({ limit: pinnedVegas(VegasLimit), sampleEvery: 8, ...queueOpts(mode) }),
+        new Limiter({ algorithm: pinnedVegas(VegasLimit), sampleEvery: 8, ...queueOpts(mode) }),
       ),
   },
 ];

@@ -1,4 +1,4 @@
-// What the S4 scripts (s4-quota.mjs, s4-budget.mjs) share: a throwaway redis-server on a free
+// What the S4 scripts (s4-quota.mjs, s4-lease-pool.mjs) share: a throwaway redis-server on a free
 // loopback port, and the closed-loop measurement of one operation.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

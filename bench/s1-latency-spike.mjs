@@ -8,7 +8,7 @@
 //                                                   recovery's phase against timers that repeat)
 //
 // Three processes on 127.0.0.1 per run (examples/latency-spike/: downstream.mjs, app.mjs, and this
-// process as the open-loop load generator, scenario.mjs): the app has a worker budget (200 in flight
+// process as the open-loop load generator, scenario.mjs): the app has a worker pool (200 in flight
 // + 100 waiting, 503 beyond), `/internal` (2 ms of timer work) and `/external` (the downstream through
 // the strategy under test, strategies.mjs: none, static 50, Vegas, Gradient, Vegas + breaker with a
 // fallback; every limiter with default options, Vegas and Gradient starting at 20). Load: 100 req/s

@@ -23,7 +23,7 @@
 // timer-bound, so they do not compete for CPU in any way that matters — the "max arrival-timer lag"
 // column shows how late the arrival timer fired):
 //   limits-core      new Limiter({ limit: 4, maxQueued: 1000 }); limiter.run(job, { timeoutMs: 250 })
-//   vegas            new Limiter({ limit: new VegasLimit({ initialLimit: 4, maxLimit: 8 }),
+//   vegas            new Limiter({ algorithm: new VegasLimit({ initialLimit: 4, maxLimit: 8 }),
 //                    maxQueued: 1000 }); limiter.run(job, { timeoutMs: 250 }) — an adaptive limit that
 //                    does not know the pool's size: it starts at the pool's 4 and may grow to twice it
 //   fifo             hand-written semaphore (4 permits) with an unbounded FIFO array queue, no deadlines
@@ -88,7 +88,7 @@ const CONTENDERS = {
   'limits-core':
     'limits-core `Limiter({ limit: 4, maxQueued: 1000 })`, `run(job, { timeoutMs: 250 })`',
   vegas:
-    'limits-core `Limiter({ limit: new VegasLimit({ initialLimit: 4, maxLimit: 8 }), maxQueued: 1000 })`, `run(job, { timeoutMs: 250 })` (other Vegas options default)',
+    'limits-core `Limiter({ algorithm: new VegasLimit({ initialLimit: 4, maxLimit: 8 }), maxQueued: 1000 })`, `run(job, { timeoutMs: 250 })` (other Vegas options default)',
   fifo: 'hand-written semaphore, 4 permits, unbounded FIFO queue, no deadline',
   'p-queue-timeout': 'p-queue 9.3.5 `{ concurrency: 4 }`, `add(job, { timeout: 250 })`',
   'p-queue-signal':
@@ -176,7 +176,7 @@ async function makeContender(name) {
   if (name === 'limits-core' || name === 'vegas') {
     const { Limiter, LimitExceededError, VegasLimit } = await importLimitsCore();
     const limiter = new Limiter({
-      limit: name === 'vegas' ? new VegasLimit(VEGAS) : DB_SLOTS,
+      ...(name === 'vegas' ? { algorithm: new VegasLimit(VEGAS) } : { limit: DB_SLOTS }),
       maxQueued: 1000,
     });
     return {
@@ -185,7 +185,7 @@ async function makeContender(name) {
           () => {},
           (e) => {
             // A sent query past its deadline: run() answers at the deadline with a TimeoutError
-            // (the time budget is end to end); the query itself still finishes and is counted then.
+            // (the time limit is end to end); the query itself still finishes and is counted then.
             if (e?.name === 'TimeoutError') {
               rec.reason = 'TimeoutError';
               rec.callerGaveUpAt = now();

@@ -17,7 +17,7 @@
 // Offered load is open loop: request n of a feature arrives at t0 + n × period (login every 5 ms,
 // recommendation every 25 ms, both from the same t0, so the rate does not drift), whatever happened to
 // earlier requests. Latency is measured from that scheduled arrival to the call's completion. If the
-// arrival timer fires late, the request passes the rest of its budget: `timeoutMs: deadline − lag`
+// arrival timer fires late, the request passes the rest of its time limit: `timeoutMs: deadline − lag`
 // (the detail table shows the p99 of that lag, the last line its maximum).
 // There is no randomness: "seed 003" only names the scenario.
 //

@@ -45,11 +45,11 @@
 // fallback (typed errors) on a shared `Limiter` the script owns; both `timeoutMs: 20`, `resetTimeout:
 // 40`, `volumeThreshold: 20`, `errorThresholdPercentage: 50` over a 200 ms rolling window (4 buckets),
 // A `probeSlots: 2`, B `probeSlots: 1`, queues of 256 with `maxQueueWaitMs: 15` (under the 20 ms
-// budget, which counts the wait for a permit too, so waits still expire as `limit` refusals).
+// time limit, which counts the wait for a permit too, so waits still expire as limiter refusals).
 // 2 × 128 workers call `fire()` in a schedule of 600 ms cycles: 250 ms healthy (mostly quick successes; some errors,
 // synchronous throws, plain values, setImmediate and 1–5 ms calls; 1 in 2,000 a thenable whose
 // `then` throws), then 350 ms of outage, alternately "failing" (the action rejects, half at once,
-// half after 2–5 ms) and "hanging" (the action outlives its 20 ms budget: half wait for
+// half after 2–5 ms) and "hanging" (the action outlives its 20 ms time limit: half wait for
 // `ctx.signal`, half ignore it and settle after 30 ms). The circuits open, go HALF_OPEN (trials),
 // reopen, and close when the outage ends. The schedule's clock runs only while calls are made. The
 // phase runs until it has both the calls and ≥ 6 cycles (3 outages of each kind), then healthy calls
@@ -359,7 +359,7 @@ const HANG_TIMEOUT_MS = 20;
 const HANG_TASK_MS = 40;
 
 async function phase1() {
-  const limiter = new Limiter({ limit: new VegasLimit(VEGAS), ...LIMITER_OPTIONS });
+  const limiter = new Limiter({ algorithm: new VegasLimit(VEGAS), ...LIMITER_OPTIONS });
   const random = seededRandom(SEED);
   const kinds = new Counter();
   const outcomes = new Counter();
@@ -393,7 +393,7 @@ async function phase1() {
   };
 
   const quick = async () => 1;
-  let plainSignal; // the signal the last task run without signal or budget received
+  let plainSignal; // the signal the last task run without signal or time limit received
   const quickListener = async (signal) => {
     plainSignal = signal;
     // As fetch does: a fresh listener on the task's signal, never removed when the call succeeds.
@@ -485,7 +485,7 @@ async function phase1() {
       if ((outcome === 'ok' || !abortedAtSettle) && hang.samples.length < 3) {
         const now = performance.now();
         hang.samples.push(
-          `${honour ? 'honours' : 'ignores'} abort, ${queuedAtCall} queued at the call, started after ${(startedAt - calledAt).toFixed(1)} ms, run() settled after ${(now - calledAt).toFixed(1)} ms (${outcome}), its signal ${signalSeen === plainSignal ? 'the one given to tasks without signal or budget' : 'its own'}`,
+          `${honour ? 'honours' : 'ignores'} abort, ${queuedAtCall} queued at the call, started after ${(startedAt - calledAt).toFixed(1)} ms, run() settled after ${(now - calledAt).toFixed(1)} ms (${outcome}), its signal ${signalSeen === plainSignal ? 'the one given to tasks without signal or time limit' : 'its own'}`,
         );
       } else hang.abortReasons.add(signalSeen.reason?.name ?? String(signalSeen.reason));
       if (!settled) linger(taskDone);
@@ -842,7 +842,7 @@ async function phase2() {
   A.guard = guard(makeAction(A), {
     ...common,
     probeSlots: A.probeSlots,
-    limit: { limit: new VegasLimit(VEGAS), maxQueued: 256, maxQueueWaitMs: 15 },
+    limiter: { algorithm: new VegasLimit(VEGAS), maxQueued: 256, maxQueueWaitMs: 15 },
     fallback: (reason) => {
       // (`reason` is a string today; accept an object carrying it, should the signature grow)
       A.fallbackCalls.add(typeof reason === 'string' ? reason : String(reason?.reason));
@@ -850,7 +850,7 @@ async function phase2() {
     },
   });
   const shared = new Limiter({
-    limit: new VegasLimit(VEGAS),
+    algorithm: new VegasLimit(VEGAS),
     probeSlots: 1,
     maxQueued: 256,
     maxQueueWaitMs: 15,
@@ -1231,7 +1231,7 @@ if (p2 !== undefined) {
   );
   check(
     'guard A: fallbacks for open, limit, timeout and error',
-    ['open', 'limit', 'timeout', 'error'].every((r) => (fbA[r] ?? 0) > 0),
+    ['open', 'limiter', 'timeout', 'error'].every((r) => (fbA[r] ?? 0) > 0),
     JSON.stringify(fbA),
   );
   check(

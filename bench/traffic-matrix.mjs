@@ -70,7 +70,11 @@ const GIVE_UP_MS = 600_000;
 /** One run: seconds until the last job ended (Infinity if not all within GIVE_UP_MS), and the bound. */
 function run(work, retries, limit) {
   const clock = new SimClock();
-  const limiter = new Limiter({ limit, clock, maxQueued: Infinity });
+  const limiter = new Limiter({
+    ...(typeof limit === 'number' ? { limit } : { algorithm: limit }),
+    clock,
+    maxQueued: Infinity,
+  });
   const downstream = new Downstream(SHAPES[work.shape], clock, seededRandom(seed));
   const traffic = new Traffic({ limiter, downstream, clock, retries, bound: maxLateProbes });
   work.send(traffic);

@@ -34,7 +34,7 @@ async function downstream() {
 }
 
 const limiter = new Limiter({
-  limit: new VegasLimit({ initialLimit: 10, maxLimit: 200 }),
+  algorithm: new VegasLimit({ initialLimit: 10, maxLimit: 200 }),
   probeSlots: 2,
 });
 

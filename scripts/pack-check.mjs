@@ -146,8 +146,8 @@ const halving: LimitAlgorithm = {
     return sample.dropped ? this.limit / 2 : this.limit;
   },
 };
-const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 50 }), probeSlots: 2, maxQueued: 10 });
-const fixed = new Limiter({ limit: halving });
+const limiter = new Limiter({ algorithm: new VegasLimit({ maxLimit: 50 }), probeSlots: 2, maxQueued: 10 });
+const fixed = new Limiter({ algorithm: halving });
 
 export async function once(): Promise<number> {
   const permit: Permit = await limiter.acquire({ timeoutMs: 100 });

@@ -29,7 +29,7 @@ const slow = quick ? [1, 2] : [2, 4];
 const CAPACITY = 20;
 const RATE = 800;
 
-const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), probeSlots: 2 });
+const limiter = new Limiter({ algorithm: new VegasLimit({ maxLimit: 100 }), probeSlots: 2 });
 // Start recording before the first call: 100 ms buckets, kept in memory (bounded by maxPoints).
 const recorder = new TimelineRecorder({ bucketMs: 100 }).track(limiter);
 

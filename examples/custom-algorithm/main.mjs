@@ -68,7 +68,7 @@ async function downstream() {
   downstreamInflight--;
 }
 
-const limiter = new Limiter({ limit: new LatencyTargetLimit(), probeSlots: 1 });
+const limiter = new Limiter({ algorithm: new LatencyTargetLimit(), probeSlots: 1 });
 
 // The limiter emits `limit` when the integer limit changes. Print at most every 100 ms (and every
 // fall), and keep per-phase statistics for the summary.

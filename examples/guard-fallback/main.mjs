@@ -54,7 +54,7 @@ const getPrice = guard(
     }
   },
   {
-    timeoutMs: 1000, // each call's end-to-end budget
+    timeoutMs: 1000, // each call's end-to-end time limit
     probeSlots: PROBE_SLOTS, // trial calls at once while HALF_OPEN
     resetTimeout: quick ? 400 : 1000, // ms OPEN before trying again
     errorThresholdPercentage: 50, // open when half the calls of the window fail...

@@ -1,5 +1,5 @@
 // The service of scenario S1 (seed 004), as its own process: an HTTP server on 127.0.0.1 with a worker
-// budget like a thread pool's — WORKERS requests handled at once, ACCEPT more waiting for a worker, 503
+// pool like a thread pool's — WORKERS requests handled at once, ACCEPT more waiting for a worker, 503
 // beyond — and two routes:
 //   /internal   2 ms of timer work (a route that does not use the dependency)
 //   /external   one call to the downstream through the strategy given as argv[2] (strategies.mjs):

@@ -1,6 +1,6 @@
 // Scenario S1 (seed 004), one strategy at a time, on real processes over loopback: this process is the
 // open-loop load generator; downstream.mjs (the dependency whose latency jumps from 50 ms to 3,000 ms)
-// and app.mjs (the service, with a worker budget and the strategy under test) are its children.
+// and app.mjs (the service, with a worker pool and the strategy under test) are its children.
 //
 // Load: RATE req/s to /internal and RATE req/s to /external, request n of a route sent at t0 + n/RATE
 // whatever happened to earlier ones (open loop), each measured from that scheduled moment to the end of

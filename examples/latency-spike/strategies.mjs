@@ -30,17 +30,19 @@ export function strategy(name, url) {
     case 'static':
     case 'vegas':
     case 'gradient': {
-      const limit =
-        name === 'static' ? 50 : name === 'vegas' ? new VegasLimit() : new GradientLimit();
-      const limiter = new Limiter({ limit });
+      const limiter = new Limiter(
+        name === 'static'
+          ? { limit: 50 }
+          : { algorithm: name === 'vegas' ? new VegasLimit() : new GradientLimit() },
+      );
       const api = limitFetch(fetch, { limiter });
       return { call: () => api(url).then(answer), source: limiter };
     }
     case 'vegas+breaker': {
-      // The guard's own limiter is a default Vegas one; calls over 1 s count as breaker failures.
+      // The guard's own limiter is a default Vegas one; attempts over 1 s count as breaker failures.
       const breaker = fetchGuard(guard, {
-        limit: { limit: new VegasLimit() },
-        timeoutMs: 1000,
+        limiter: { algorithm: new VegasLimit() },
+        attemptTimeoutMs: 1000,
         errorThresholdPercentage: 50,
         volumeThreshold: 10,
         resetTimeout: 500,

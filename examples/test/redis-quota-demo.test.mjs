@@ -65,7 +65,7 @@ test('the redis-quota demo shows 200s, then 429 for one account, 503 at the glob
   // The burst in the new window: 8 workers busy, the ninth refused by the limiter itself.
   assert.match(
     stdout,
-    /9 parses at once \(8 workers, no queue\): 200 ×8; first answer 503 retry-after=\d+ \{"error":"overloaded","reason":"limit"\}/,
+    /9 parses at once \(8 workers, no queue\): 200 ×8; first answer 503 retry-after=\d+ \{"error":"overloaded","reason":"at_limit"\}/,
   );
   assert.equal(await listening(port), false, 'the demo stops its redis-server');
 });

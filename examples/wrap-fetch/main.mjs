@@ -41,7 +41,7 @@ await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${server.address().port}/recommendations`;
 
 // ---- the pattern ----
-const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), probeSlots: 2 });
+const limiter = new Limiter({ algorithm: new VegasLimit({ maxLimit: 100 }), probeSlots: 2 });
 // `api` has fetch's exact type. The permit is held until the body has been read (or cancelled), and
 // every request has 2 s end to end: past it, it is aborted with a TimeoutError and counts as congestion.
 const api = limitFetch(fetch, { limiter, timeoutMs: 2_000 });

@@ -47,7 +47,7 @@ try {
   // ---- the pattern ----
   // A small capacity: never more than the pool's connections, so queries never queue inside the pool.
   const limiter = new Limiter({
-    limit: new VegasLimit({ initialLimit: POOL_SIZE, maxLimit: POOL_SIZE }),
+    algorithm: new VegasLimit({ initialLimit: POOL_SIZE, maxLimit: POOL_SIZE }),
     probeSlots: 1, // keep one query going to a slow database, so its recovery is seen
   });
   const query = (text, values) => limiter.run(() => pool.query(text, values));

@@ -1,5 +1,5 @@
 // Runs one example as its own process, the way a user would (`node <folder>/main.mjs --quick`), and
-// collects what it printed. A run that outlives its time budget is stopped (SIGTERM, then SIGKILL) and
+// collects what it printed. A run that outlives its time limit is stopped (SIGTERM, then SIGKILL) and
 // fails the test with what it printed so far, so a hung example never leaves a process behind.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -170,7 +170,7 @@ export class Call extends CallContext implements PermitRequest, Timed {
 
   /**
    * The limiter refused the call, at admission or while it waited (queue full, expired, …: reason
-   * `limit`), or the guard took it out of the queue when the circuit opened (`open`) or shut down.
+   * `limiter`), or the guard took it out of the queue when the circuit opened (`open`) or shut down.
    * It never reached the downstream: not a breaker failure. (A call the guard took out of the queue
    * at its timeout was answered already.)
    */
@@ -185,7 +185,7 @@ export class Call extends CallContext implements PermitRequest, Timed {
         ? Promise.reject(shutDownError())
         : error.cause === SHED
           ? parts.fallback.answer('open', this.args, new CircuitOpenError('OPEN'))
-          : parts.fallback.answer('limit', this.args, error),
+          : parts.fallback.answer('limiter', this.args, error),
     );
   }
 

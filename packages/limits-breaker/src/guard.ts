@@ -23,7 +23,7 @@ type ForwardedEvent = 'limit' | 'reject' | 'release';
 /**
  * A circuit breaker (opossum) layered over a limiter. Per call: OPEN → fail fast without touching the
  * limiter (reason `open`); otherwise take a permit (a refusal goes to the fallback with reason
- * `limit` and never counts as a breaker failure); then run the action with its own abort signal.
+ * `limiter` and never counts as a breaker failure); then run the action with its own abort signal.
  * Create one with {@link guard}.
  */
 export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {

@@ -31,7 +31,6 @@ import type { OpossumConstructor } from './opossum.js';
 /** Every option of `guard()` (GuardOptions and the OpossumOptions it extends). */
 const GUARD_KEYS = [
   'limiter',
-  'limit',
   'probeSlots',
   'timeoutMs',
   'fallback',
@@ -58,13 +57,16 @@ const ACQUIRE_NAMES = acquireOptionNames('acquire.');
  * opossum's own `timeout` is the guard's `timeoutMs`).
  */
 const RENAMED: Record<string, string> = {
+  limit:
+    'limiter" (a Limiter to share, or the options of the guard\'s own limiter, e.g. { limiter: { algorithm: new GradientLimit() } })',
   timeout:
-    'timeoutMs" (a budget in ms counted from fire(): the wait for a permit and the action, e.g. { timeoutMs: 2000 }, or false)',
+    'timeoutMs" (a time limit in ms counted from fire(): the wait for a permit and the action, e.g. { timeoutMs: 2000 }, or false)',
 };
 
 /** opossum options the guard does not take, with what to use instead. */
 const OPOSSUM_ONLY: Record<string, string> = {
-  capacity: 'the limiter bounds concurrency: use "limit" (e.g. { limit: 10 }) or "limiter"',
+  capacity:
+    'the limiter bounds concurrency: use "limiter" (a Limiter, or its options, e.g. { limiter: { limit: 10 } })',
   errorFilter: 'use "classify" (return "ignore" for an error that says nothing about health)',
   abortController: "each call has its own signal: the action's ctx.signal",
   autoRenewAbortController: "each call has its own signal: the action's ctx.signal",
@@ -97,8 +99,10 @@ export interface CheckedOptions {
   latencyWindowMs: number;
   latencyBuckets: number;
   clock: Clock | undefined;
+  /** A limiter to share, or `undefined` for the guard's own. */
   limiter: Limiter | undefined;
-  limit: LimiterOptions | undefined;
+  /** The options of the guard's own limiter. */
+  ownLimiter: LimiterOptions | undefined;
   CircuitBreaker: OpossumConstructor | undefined;
   errorThresholdPercentage: number;
   resetTimeout: number;
@@ -144,13 +148,17 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
     integer: true,
   });
   const clock = checkClock('clock', o.clock);
-  const limiter = checkLimiter(o.limiter);
-  const limit = checkObject<LimiterOptions>('limit', o.limit);
-  if (limiter !== undefined && limit !== undefined) {
+  const limiter = o.limiter;
+  if (
+    limiter !== undefined &&
+    (limiter === null || typeof limiter !== 'object' || Array.isArray(limiter))
+  ) {
     throw new TypeError(
-      'limits: options "limit" and "limiter" cannot be used together ("limit" configures the guard\'s own limiter; a shared "limiter" keeps its own options)',
+      `limits: option "limiter" must be a Limiter (from limits-core) to share, or the options of the guard's own limiter, got ${formatValue(limiter)}`,
     );
   }
+  const shared = isLimiter(limiter) ? limiter : undefined;
+  const ownLimiter = shared === undefined ? (limiter as LimiterOptions | undefined) : undefined;
   const CircuitBreaker = checkConstructor(o.CircuitBreaker);
   const errorThresholdPercentage = checkNumber(
     'errorThresholdPercentage',
@@ -192,8 +200,8 @@ export function checkGuardOptions(options: unknown): CheckedOptions {
     latencyWindowMs,
     latencyBuckets,
     clock,
-    limiter,
-    limit,
+    limiter: shared,
+    ownLimiter,
     CircuitBreaker,
     errorThresholdPercentage,
     resetTimeout,
@@ -237,18 +245,13 @@ const LIMITER_METHODS = [
   'off',
 ] as const;
 
-function checkLimiter(value: unknown): Limiter | undefined {
-  if (value === undefined) return undefined;
-  const ok =
+/** Whether `value` is a Limiter (shared) rather than the options of the guard's own. */
+function isLimiter(value: unknown): value is Limiter {
+  return (
     value !== null &&
     typeof value === 'object' &&
-    LIMITER_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
-  if (!ok) {
-    throw new TypeError(
-      `limits: option "limiter" must be a Limiter (from limits-core), got ${formatValue(value)}`,
-    );
-  }
-  return value as Limiter;
+    LIMITER_METHODS.every((m) => typeof (value as Record<string, unknown>)[m] === 'function')
+  );
 }
 
 function checkConstructor(value: unknown): OpossumConstructor | undefined {
@@ -267,18 +270,19 @@ function checkConstructor(value: unknown): OpossumConstructor | undefined {
 
 /**
  * The guard's own limiter (when no `limiter` is given); it checks its options itself and starts no
- * timer until used. Its clock is the guard's `clock` option, unless `limit.clock` gives one.
+ * timer until used: Vegas unless its options give a `limit` or an `algorithm`. Its clock is the
+ * guard's `clock` option, unless `limiter.clock` gives one.
  */
 export function ownLimiter(o: CheckedOptions): Limiter {
   const clock = o.clock;
   return new Limiter({
-    limit: new VegasLimit(),
+    ...(o.ownLimiter?.limit === undefined ? { algorithm: new VegasLimit() } : {}),
     probeSlots: o.probeSlots,
     // The guard completes every permit it takes (no user code holds one), so its own limiter needs
-    // no leak tracking; `limit: { trackLeaks }` still overrides it.
+    // no leak tracking; `limiter: { trackLeaks }` still overrides it.
     trackLeaks: 'off',
     ...(clock === undefined ? {} : { clock }),
-    ...o.limit,
+    ...o.ownLimiter,
   });
 }
 

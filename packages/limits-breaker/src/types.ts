@@ -19,20 +19,20 @@ import type { OpossumConstructor, OpossumOptions } from './opossum.js';
 export type CircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 
 /** Why a call went to the fallback. */
-export type FallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+export type FallbackReason = 'open' | 'limiter' | 'timeout' | 'error';
 
 /**
  * Why a call went to the fallback, and the error the caller would have got without one: the first
  * argument of `fallback` and the payload of the `fallback` event.
  * - `open`: a `CircuitOpenError` (the circuit was OPEN, HALF_OPEN with every trial slot taken, or
  *   opened while the call waited for a permit);
- * - `limit`: the limiter's `LimitExceededError` (its `reason` says why: queue full, expired, …);
+ * - `limiter`: the limiter's `LimitExceededError` (its `reason` says why: queue full, expired, …);
  * - `timeout`: a `CallTimeoutError`;
  * - `error`: what the action threw or rejected with.
  */
 export type FallbackCause =
   | { readonly reason: 'open'; readonly error: CircuitOpenError }
-  | { readonly reason: 'limit'; readonly error: LimitExceededError }
+  | { readonly reason: 'limiter'; readonly error: LimitExceededError }
   | { readonly reason: 'timeout'; readonly error: CallTimeoutError }
   | { readonly reason: 'error'; readonly error: unknown };
 
@@ -44,10 +44,12 @@ export type GuardedAction<A extends unknown[], R> = (
 
 /** Options of {@link guard}. */
 export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
-  /** A limiter to share (the guard does not close it on shutdown). Default: a limiter of its own. */
-  limiter?: Limiter;
-  /** Options of the guard's own limiter. @default { limit: new VegasLimit(), probeSlots } */
-  limit?: LimiterOptions;
+  /**
+   * The limiter in front of the action: a `Limiter` to share (the guard does not close it on
+   * shutdown), or the options of the guard's own limiter (closed by `shutdown()`).
+   * @default the guard's own: { algorithm: new VegasLimit(), probeSlots }
+   */
+  limiter?: Limiter | LimiterOptions;
   /**
    * Trial calls let through concurrently while HALF_OPEN (opossum alone lets one), and the own
    * limiter's probe slots.
@@ -55,7 +57,7 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    */
   probeSlots?: number;
   /**
-   * Each call's time budget in ms, end to end, or `false`: counted from `fire()`, it covers the wait
+   * Each call's time limit in ms, end to end, or `false`: counted from `fire()`, it covers the wait
    * for a permit in the limiter's queue and the action. When it runs out the caller is answered at once (fallback reason `timeout`, or a
    * `CallTimeoutError`) in every phase:
    * - still waiting for a permit: the call leaves the limiter's queue; it never reached the
@@ -64,8 +66,8 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    * - running: `ctx.signal` aborts, the breaker counts a failure, and the call keeps its permit until
    *   the action really ends (then released as `dropped`).
    *
-   * The limiter itself does not know the budget (no per-call cost): to also have it refuse at
-   * admission a call whose budget cannot be met, pass `acquire: { timeoutMs }` too. It takes the place
+   * The limiter itself does not know the time limit (no per-call cost): to also have it refuse at
+   * admission a call whose time limit cannot be met, pass `acquire: { timeoutMs }` too. It takes the place
    * of opossum's `timeout` (which counts from the start of the action); the key `timeout` is refused.
    * @default 10000 (opossum's default)
    */
@@ -86,7 +88,7 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
   classify?: Classify;
   /**
    * Acquire options for every call (checked once, passed to the limiter with each call). E.g.
-   * `{ timeoutMs: 200 }` makes the limiter refuse (reason `limit`) a call whose wait cannot fit in
+   * `{ timeoutMs: 200 }` makes the limiter refuse (fallback reason `limiter`) a call whose wait cannot fit in
    * 200 ms, at admission (from its estimated service time) or while queued. Costs every call an
    * options check and a clock read in the limiter.
    */
@@ -96,7 +98,7 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
   /** Histograms in the latency window (memory is bounded by their number). @default 6 */
   latencyBuckets?: number;
   /**
-   * Time source and timers (for `timeoutMs` budgets and latency). It need not be monotonic: the guard
+   * Time source and timers (for `timeoutMs` and latency). It need not be monotonic: the guard
    * absorbs a backward jump (its time goes on from where it was), as limits-core's limiter does.
    * @default the system clock
    */

@@ -85,7 +85,7 @@ describe.each(opossumVersions)(
           gates.push(gate);
           return gate.promise;
         },
-        { CircuitBreaker, clock, timeoutMs: 100, limit: { limit: 2, clock } },
+        { CircuitBreaker, clock, timeoutMs: 100, limiter: { limit: 2, clock } },
       );
       return { g, contexts, gates };
     }

@@ -8,7 +8,7 @@ import { clock } from './support/timers.js';
 
 const CircuitBreaker = opossum9;
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -33,7 +33,7 @@ describe('fallback', () => {
         ...base,
         timeoutMs: 100,
         errorThresholdPercentage: 100,
-        limit: { limit: 1, maxQueued: 0, clock },
+        limiter: { limit: 1, maxQueued: 0, clock },
         fallback: (cause, x) => {
           causes.push(cause);
           return -x;
@@ -49,7 +49,7 @@ describe('fallback', () => {
     expect(await hung).toBe(-2);
     g.breaker.open();
     expect(await g.fire(4)).toBe(-4);
-    expect(causes.map((c) => c.reason)).toEqual(['error', 'limit', 'timeout', 'open']);
+    expect(causes.map((c) => c.reason)).toEqual(['error', 'limiter', 'timeout', 'open']);
     expect(causes[0]?.error).toBe(boom);
     expect(causes[1]?.error).toBeInstanceOf(LimitExceededError);
     expect(causes[2]?.error).toBeInstanceOf(CallTimeoutError);

@@ -12,9 +12,9 @@ const flush = () => flushMicrotasks(10);
 describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
   useFakeTimersPerTest();
 
-  const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
-  /** `base` for a guard on a shared limiter (which takes no `limit` option). */
-  const { limit: _ownLimit, ...shared } = base;
+  const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
+  /** `base` without the own limiter's options, for a guard given a shared limiter. */
+  const { limiter: _ownLimiter, ...shared } = base;
 
   test('CLOSED → OPEN → HALF_OPEN → CLOSED, honouring volume threshold and error percentage', async () => {
     let fail = true;
@@ -81,7 +81,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
       await g.fire().catch((e: unknown) => rejections.push((e as LimitExceededError).reason));
     }
     expect(rejections).toHaveLength(1000);
-    expect(new Set(rejections)).toEqual(new Set(['limit']));
+    expect(new Set(rejections)).toEqual(new Set(['at_limit']));
     expect(g.state).toBe('CLOSED');
     expect(g.stats().breaker.failures).toBe(0);
     hold.resolve();
@@ -136,7 +136,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
         gates.push(d);
         return d.promise;
       },
-      { ...base, probeSlots: 3, resetTimeout: 100, limit: { limit: 10, probeSlots: 3, clock } },
+      { ...base, probeSlots: 3, resetTimeout: 100, limiter: { limit: 10, probeSlots: 3, clock } },
     );
     await g.fire().catch(() => {});
     expect(g.state).toBe('OPEN');
@@ -237,7 +237,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await g.shutdown();
   });
 
-  test('queued calls wait in the limiter: each starts when a permit frees, its timeoutMs budget counts from fire(), not from the start', async () => {
+  test('queued calls wait in the limiter: each starts when a permit frees, its timeoutMs counts from fire(), not from the start', async () => {
     // (Counted from the action's start, as opossum's `timeout` is, call 2 would time out at 160 ms
     // and call 3 would run to the end.)
     const gates: Array<ReturnType<typeof deferred<number>>> = [];
@@ -247,7 +247,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
         gates[n] = d;
         return d.promise;
       },
-      { ...base, timeoutMs: 100, limit: { limit: 2, maxQueued: 10, clock } },
+      { ...base, timeoutMs: 100, limiter: { limit: 2, maxQueued: 10, clock } },
     );
     const callers = [0, 1, 2, 3].map((n) => g.fire(n).catch((e: unknown) => e));
     await flush();
@@ -256,7 +256,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     await vi.advanceTimersByTimeAsync(60);
     gates[0]?.resolve(0);
     await flush();
-    // Call 2 started at t = 60 ms, but its budget started at fire() (t = 0): it times out at 100.
+    // Call 2 started at t = 60 ms, but its time limit started at fire() (t = 0): it times out at 100.
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 1 });
     await vi.advanceTimersByTimeAsync(39);
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 2, queued: 1 });
@@ -279,12 +279,12 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  test('a queued call refused by the limiter goes to the fallback with reason limit', async () => {
+  test('a queued call refused by the limiter goes to the fallback with reason limiter', async () => {
     const hold = deferred<string>();
     const reasons: string[] = [];
     const g = guard(() => hold.promise, {
       ...base,
-      limit: { limit: 1, maxQueued: 5, maxQueueWaitMs: 50, clock },
+      limiter: { limit: 1, maxQueued: 5, maxQueueWaitMs: 50, clock },
       fallback: ({ reason }) => {
         reasons.push(reason);
         return 'fallback';
@@ -294,7 +294,7 @@ describe.each(opossumVersions)('guard() on %s', (_name, CircuitBreaker) => {
     const queued = g.fire();
     await vi.advanceTimersByTimeAsync(50);
     expect(await queued).toBe('fallback');
-    expect(reasons).toEqual(['limit']);
+    expect(reasons).toEqual(['limiter']);
     expect(g.stats().breaker.failures).toBe(0);
     hold.resolve('done');
     await running;
@@ -453,7 +453,7 @@ describe('guard() shutdown without a timeout', () => {
           ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
         );
       },
-      { timeoutMs: false, limit: { limit: 2 } },
+      { timeoutMs: false, limiter: { limit: 2 } },
     );
     const caller = g.fire().catch((e: unknown) => e);
     await flush();

@@ -8,7 +8,7 @@ const CircuitBreaker = opossum9;
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -38,7 +38,7 @@ describe('HALF_OPEN trials', () => {
         timeoutMs: 100,
         probeSlots: 2,
         resetTimeout: 1_000,
-        limit: { limit: 100, probeSlots: 2, clock },
+        limiter: { limit: 100, probeSlots: 2, clock },
       },
     );
     const seen: number[] = [];
@@ -77,7 +77,12 @@ describe('HALF_OPEN trials', () => {
         gates.push(d);
         return d.promise;
       },
-      { ...base, probeSlots: 2, resetTimeout: 1_000, limit: { limit: 100, probeSlots: 2, clock } },
+      {
+        ...base,
+        probeSlots: 2,
+        resetTimeout: 1_000,
+        limiter: { limit: 100, probeSlots: 2, clock },
+      },
     );
     await g.fire().catch(() => {});
     down = false;

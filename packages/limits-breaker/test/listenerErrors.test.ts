@@ -9,7 +9,7 @@ const CircuitBreaker = opossum9;
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -30,7 +30,7 @@ describe('listeners that throw', () => {
     const head = deferred();
     const g = guard(() => head.promise, {
       ...base,
-      limit: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
+      limiter: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
     });
     const reported: unknown[] = [];
     g.on('error', (error) => reported.push(error));
@@ -84,7 +84,7 @@ describe('listeners that throw', () => {
       ...base,
       timeoutMs: 100,
       resetTimeout: 40,
-      limit: { limit: 1, clock },
+      limiter: { limit: 1, clock },
     });
     const reported: unknown[] = [];
     g.on('error', (error) => reported.push(error));
@@ -126,7 +126,7 @@ describe('listeners that throw', () => {
   test('release and reject listeners that throw are reported on the guard error event', async () => {
     const g = guard(() => Promise.resolve('x'), {
       ...base,
-      limit: { limit: 1, maxQueued: 0, clock },
+      limiter: { limit: 1, maxQueued: 0, clock },
     });
     const reported: unknown[] = [];
     const limiterReported: unknown[] = [];

@@ -93,7 +93,7 @@ interface CallRec {
   started: boolean;
   /** Clock ms when the action started. */
   startedAt: number;
-  /** Date.now() at fire(): the call's `timeoutMs` budget starts here. */
+  /** Date.now() at fire(): the call's `timeoutMs` starts here. */
   firedAt: number;
   /** The action settled (or never started anything: threw, returned a value). */
   done: boolean;
@@ -167,7 +167,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
       volumeThreshold: config.volumeThreshold,
       errorThresholdPercentage: 50,
       resetTimeout: config.resetTimeout,
-      limit: { limit: config.limit, maxQueued: config.maxQueued, clock },
+      limiter: { limit: config.limit, maxQueued: config.maxQueued, clock },
       ...(config.fallback
         ? { fallback: ({ reason }: { reason: string }) => `fallback:${reason}` }
         : {}),
@@ -449,7 +449,12 @@ describe('guard(): long queues and throwing listeners', () => {
           if (kind === 'throw') throw new Error('threw before starting');
           return 'sync';
         },
-        { CircuitBreaker, clock, timeoutMs: false, limit: { limit: 1, maxQueued: 100_000, clock } },
+        {
+          CircuitBreaker,
+          clock,
+          timeoutMs: false,
+          limiter: { limit: 1, maxQueued: 100_000, clock },
+        },
       );
       const head = g.fire();
       const n = 5000;
@@ -484,7 +489,7 @@ describe('guard(): long queues and throwing listeners', () => {
         CircuitBreaker,
         clock,
         timeoutMs: false,
-        limit: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
+        limiter: { limit: 1, maxQueued: 2, maxQueueWaitMs: 10, clock },
       },
     );
     g.limiter.on('error', () => {});
@@ -523,7 +528,7 @@ describe('guard(): long queues and throwing listeners', () => {
       async () => {
         throw new Error('down');
       },
-      { CircuitBreaker, clock, timeoutMs: 100, resetTimeout: 40, limit: { limit: 1, clock } },
+      { CircuitBreaker, clock, timeoutMs: 100, resetTimeout: 40, limiter: { limit: 1, clock } },
     );
     g.breaker.open();
     await vi.advanceTimersByTimeAsync(40);

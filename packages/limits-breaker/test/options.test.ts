@@ -1,4 +1,4 @@
-import { Limiter } from 'limits-core';
+import { AimdLimit, FixedLimit, Limiter, VegasLimit } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { guard } from '../src/guard.js';
 import type { GuardOptions } from '../src/types.js';
@@ -31,7 +31,7 @@ describe('guard() options', () => {
       /option "timeout" of guard\(\) was renamed "timeoutMs"/,
     ],
     ['an unknown key far from any', { zzzzzz: 1 }, TypeError, /unknown option "zzzzzz".*allowed:/],
-    ['opossum capacity', { capacity: 5 }, TypeError, /"capacity".*"limit"/],
+    ['opossum capacity', { capacity: 5 }, TypeError, /"capacity".*"limiter"/],
     ['opossum errorFilter', { errorFilter: () => true }, TypeError, /"errorFilter".*"classify"/],
     [
       'timeoutMs as a string',
@@ -188,24 +188,30 @@ describe('guard() options', () => {
       /option "classify" must be a function, got an object/,
     ],
     [
-      'limiter not a Limiter',
-      { limiter: {} },
+      'limiter neither a Limiter nor its options',
+      { limiter: { acquire: () => {} } },
       TypeError,
-      /option "limiter" must be a Limiter \(from limits-core\), got an object/,
+      /unknown option "acquire" for Limiter/,
     ],
     [
       'limiter null',
       { limiter: null },
       TypeError,
-      /option "limiter" must be a Limiter \(from limits-core\), got null/,
+      /option "limiter" must be a Limiter \(from limits-core\) to share, or the options of the guard's own limiter, got null/,
     ],
     [
-      'limiter and limit together',
-      { limiter: new Limiter({ limit: 1 }), limit: { limit: 2 } },
+      "the old name of the own limiter's options",
+      { limit: { limit: 2 } },
       TypeError,
-      /options "limit" and "limiter"/,
+      /option "limit" of guard\(\) was renamed "limiter" \(a Limiter to share, or the options/,
     ],
-    ['limit not an object', { limit: 5 }, TypeError, /option "limit" must be an object, got 5/],
+    ['limiter a number', { limiter: 5 }, TypeError, /option "limiter" must be a Limiter .*got 5/],
+    [
+      'own limiter options checked by the Limiter',
+      { limiter: { limt: 2 } },
+      TypeError,
+      /unknown option "limt" for Limiter; did you mean "limit"/,
+    ],
     [
       'acquire not an object',
       { acquire: 'x' },
@@ -302,5 +308,22 @@ describe('guard() options', () => {
     const g2 = guard(action, { CircuitBreaker, timeoutMs: false, errorThresholdPercentage: 100 });
     await g.shutdown();
     await g2.shutdown();
+  });
+
+  test("limiter takes a Limiter to share or the options of the guard's own (Vegas unless they give a limit or an algorithm)", async () => {
+    const action = async () => 'ok';
+    const own = guard(action, { CircuitBreaker, timeoutMs: false });
+    expect(own.limiter.algorithm).toBeInstanceOf(VegasLimit);
+    const fixed = guard(action, { CircuitBreaker, timeoutMs: false, limiter: { limit: 3 } });
+    expect(fixed.limiter.algorithm).toBeInstanceOf(FixedLimit);
+    expect(fixed.limiter.limit).toBe(3);
+    const aimd = guard(action, { CircuitBreaker, limiter: { algorithm: new AimdLimit() } });
+    expect(aimd.limiter.algorithm).toBeInstanceOf(AimdLimit);
+    const shared = new Limiter({ limit: 2 });
+    const sharing = guard(action, { CircuitBreaker, timeoutMs: false, limiter: shared });
+    expect(sharing.limiter).toBe(shared);
+    await Promise.all([own.shutdown(), fixed.shutdown(), aimd.shutdown(), sharing.shutdown()]);
+    expect(fixed.limiter.snapshot().closed).toBe(true);
+    expect(shared.snapshot().closed).toBe(false);
   });
 });

@@ -10,7 +10,7 @@ const CircuitBreaker = opossum9;
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -31,7 +31,7 @@ describe('shedding the queue when the circuit opens', () => {
       },
       {
         ...base,
-        limit: { limit: 1, maxQueued: 500, clock },
+        limiter: { limit: 1, maxQueued: 500, clock },
         fallback: (cause) => {
           causes.push(cause);
           return cause.reason;
@@ -68,7 +68,7 @@ describe('shedding the queue when the circuit opens', () => {
         gates.push(d);
         return d.promise;
       },
-      { ...base, limit: { limit: 1, maxQueued: 10, clock }, acquire: { signal: user.signal } },
+      { ...base, limiter: { limit: 1, maxQueued: 10, clock }, acquire: { signal: user.signal } },
     );
     const running = g.fire();
     const a = g.fire().catch((e: unknown) => e);
@@ -86,7 +86,7 @@ describe('shedding the queue when the circuit opens', () => {
         gates.push(d);
         return d.promise;
       },
-      { ...base, limit: { limit: 1, maxQueued: 10, clock } },
+      { ...base, limiter: { limit: 1, maxQueued: 10, clock } },
     );
     gates.length = 0;
     const r2 = g2.fire().catch((e: unknown) => e);
@@ -112,7 +112,7 @@ describe('shedding the queue when the circuit opens', () => {
       },
       {
         ...base,
-        limit: { limit: 1, maxQueued: 20_000, maxQueueWaitMs: 50, clock },
+        limiter: { limit: 1, maxQueued: 20_000, maxQueueWaitMs: 50, clock },
         fallback: ({ reason }) => {
           reasons.push(reason);
           return reason;
@@ -122,14 +122,14 @@ describe('shedding the queue when the circuit opens', () => {
     const running = g.fire();
     const early = [g.fire(), g.fire()];
     await vi.advanceTimersByTimeAsync(50);
-    expect(await Promise.all(early)).toEqual(['limit', 'limit']);
+    expect(await Promise.all(early)).toEqual(['limiter', 'limiter']);
     const late = Array.from({ length: 10_000 }, () => g.fire());
     expect(g.limiter.snapshot().queued).toBe(10_000);
     g.breaker.open();
     expect(g.limiter.snapshot().queued).toBe(0);
     const answers = await Promise.all(late);
     expect(answers.every((a) => a === 'open')).toBe(true);
-    expect(reasons.filter((r) => r === 'limit')).toHaveLength(2);
+    expect(reasons.filter((r) => r === 'limiter')).toHaveLength(2);
     gates[0]?.resolve('ok');
     expect(await running).toBe('ok');
     expect(gates).toHaveLength(1);
@@ -144,7 +144,7 @@ describe('shedding the queue when the circuit opens', () => {
         gates.push(d);
         return d.promise;
       },
-      { ...base, resetTimeout: 100, limit: { limit: 1, maxQueued: 10, clock } },
+      { ...base, resetTimeout: 100, limiter: { limit: 1, maxQueued: 10, clock } },
     );
     const r = g.fire();
     const q = g.fire().catch((e: unknown) => e);

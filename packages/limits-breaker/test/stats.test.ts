@@ -7,7 +7,7 @@ describe.each(opossumVersions)('guard.stats() on %s', (_name, CircuitBreaker) =>
   useFakeTimersPerTest();
 
   test('holds state, the circuit counts, the limiter snapshot, latency and trials, nothing else', async () => {
-    const g = guard(async () => 'ok', { CircuitBreaker, clock, limit: { limit: 4, clock } });
+    const g = guard(async () => 'ok', { CircuitBreaker, clock, limiter: { limit: 4, clock } });
     await g.fire();
     const stats = g.stats();
     expect(Object.keys(stats).sort()).toEqual(['breaker', 'latency', 'limiter', 'state', 'trials']);
@@ -31,7 +31,7 @@ describe.each(opossumVersions)('guard.stats() on %s', (_name, CircuitBreaker) =>
       {
         CircuitBreaker,
         clock,
-        limit: { limit: 4, clock },
+        limiter: { limit: 4, clock },
         timeoutMs: 100,
         volumeThreshold: 100, // stays CLOSED
         fallback: ({ reason }) => `fallback (${reason})`,

@@ -8,7 +8,7 @@ const CircuitBreaker = opossum9;
 /** The real setImmediate (fake timers replace the global): a macrotask turn lets Node report unhandled rejections. */
 const realSetImmediate = globalThis.setImmediate;
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limit: { limit: 10, clock } };
+const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -54,7 +54,7 @@ describe('thenables', () => {
     const g = guard(() => (n++ === 0 ? hold.promise : badThen()), {
       ...base,
       timeoutMs: 100,
-      limit: { limit: 1, maxQueued: 5, clock },
+      limiter: { limit: 1, maxQueued: 5, clock },
       fallback: ({ reason, error }) => `${reason}: ${(error as Error).message}`,
     });
     const first = g.fire();

@@ -9,7 +9,7 @@ import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './suppor
 const flush = () => flushMicrotasks(10);
 
 /**
- * The guard's `timeoutMs` is an end-to-end budget counted from `fire()`: the wait for a permit in the
+ * The guard's `timeoutMs` is an end-to-end time limit counted from `fire()`: the wait for a permit in the
  * limiter's queue and the action.
  */
 describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker) => {
@@ -24,7 +24,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
 
   /**
    * A guard on a full shared limiter, its circuit HALF_OPEN, and one trial call queued for a permit
-   * (its budget: 100 ms).
+   * (its time limit: 100 ms).
    */
   async function queuedTrial(probeSlots: number) {
     const { limiter, held } = await fullLimiter();
@@ -95,7 +95,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  test('a call granted after waiting part of its budget is answered timeout at fire + timeoutMs, not at start + timeoutMs, and keeps its permit until its action ends', async () => {
+  test('a call granted after waiting part of its time limit is answered timeout at fire + timeoutMs, not at start + timeoutMs, and keeps its permit until its action ends', async () => {
     const gates: Array<ReturnType<typeof deferred<string>>> = [];
     const signals: AbortSignal[] = [];
     const g = guard(
@@ -105,7 +105,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
         gates[n] = d;
         return d.promise;
       },
-      { CircuitBreaker, clock, timeoutMs: 100, limit: { limit: 1, maxQueued: 10, clock } },
+      { CircuitBreaker, clock, timeoutMs: 100, limiter: { limit: 1, maxQueued: 10, clock } },
     );
     const outcomes: string[] = [];
     g.limiter.on('release', (e) => outcomes.push(e.outcome));
@@ -116,7 +116,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     await vi.advanceTimersByTimeAsync(40);
     gates[0]?.resolve('first');
     expect(await first).toBe('first');
-    // The second call started at t = 40 ms; its budget started at fire(), t = 0.
+    // The second call started at t = 40 ms; its time limit started at fire(), t = 0.
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 1, queued: 0 });
     let answered = false;
     void second.then(() => {
@@ -140,7 +140,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  test('with a clock that reads fractions of a ms, the budget ends exactly timeoutMs after fire(), never early', async () => {
+  test('with a clock that reads fractions of a ms, the time limit ends exactly timeoutMs after fire(), never early', async () => {
     const halfClock = { ...clock, now: () => Date.now() + 0.5 };
     const gate = deferred<string>();
     const g = guard(() => gate.promise, { CircuitBreaker, clock: halfClock, timeoutMs: 100 });
@@ -153,7 +153,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
         return e;
       },
     );
-    // Fired half a ms into a ms: the budget ends half a ms into the 100th ms after.
+    // Fired half a ms into a ms: the time limit ends half a ms into the 100th ms after.
     await vi.advanceTimersByTimeAsync(99);
     expect(answeredAt).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
@@ -163,7 +163,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     await g.shutdown();
   });
 
-  test('a HALF_OPEN trial whose budget runs out while queued frees its trial slot and does not re-open the circuit', async () => {
+  test('a HALF_OPEN trial whose time limit runs out while queued frees its trial slot and does not re-open the circuit', async () => {
     const { limiter, held, g, trial } = await queuedTrial(1);
     expect(limiter.queued).toBe(1);
     // The only trial slot is taken: another call fails fast.
@@ -208,7 +208,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
       CircuitBreaker,
       clock,
       timeoutMs: 100,
-      limit: { limit: 1, maxQueued: 2, maxQueueWaitMs: 30, clock },
+      limiter: { limit: 1, maxQueued: 2, maxQueueWaitMs: 30, clock },
       fallback: ({ reason }) => {
         causes.push(reason);
         return reason;
@@ -217,20 +217,20 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
     const running = g.fire();
     const queued = [g.fire(), g.fire()];
     // The queue is full: refused at admission.
-    expect(await g.fire()).toBe('limit');
-    // Both queued calls are refused at 30 ms (maxQueueWaitMs), long before their budget.
+    expect(await g.fire()).toBe('limiter');
+    // Both queued calls are refused at 30 ms (maxQueueWaitMs), long before their time limit.
     await vi.advanceTimersByTimeAsync(30);
-    expect(await Promise.all(queued)).toEqual(['limit', 'limit']);
+    expect(await Promise.all(queued)).toEqual(['limiter', 'limiter']);
     const shed = [g.fire(), g.fire()];
     await flush();
     expect(g.limiter.queued).toBe(2);
     g.breaker.open();
     expect(await Promise.all(shed)).toEqual(['open', 'open']);
     expect(g.limiter.queued).toBe(0);
-    // Past every budget: only the running call times out, once.
+    // Past every time limit: only the running call times out, once.
     await vi.advanceTimersByTimeAsync(200);
     expect(await running).toBe('timeout');
-    expect(causes).toEqual(['limit', 'limit', 'limit', 'open', 'open', 'timeout']);
+    expect(causes).toEqual(['limiter', 'limiter', 'limiter', 'open', 'open', 'timeout']);
     hold.resolve('late');
     await flush();
     expect(g.limiter.snapshot()).toMatchObject({ inflight: 0, queued: 0, permits: 0 });
@@ -244,7 +244,7 @@ describe.each(opossumVersions)('guard() timeoutMs on %s', (_name, CircuitBreaker
       CircuitBreaker,
       clock,
       timeoutMs: 100,
-      limit: { limit: 1, maxQueued: 5, clock },
+      limiter: { limit: 1, maxQueued: 5, clock },
     });
     const callers = [g.fire(), g.fire(), g.fire()].map((p) =>
       p.then(

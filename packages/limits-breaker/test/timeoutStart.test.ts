@@ -55,7 +55,7 @@ describe.each(opossumVersions)(
         clock: mc,
         timeoutMs: 100,
         volumeThreshold: 100, // (a's timeout must not open the circuit and shed b and c)
-        limit: { limit: 1, maxQueued: 10, clock: mc },
+        limiter: { limit: 1, maxQueued: 10, clock: mc },
         fallback: (cause, name: string) => {
           if (cause.reason === 'timeout') at.set(name, mc.now());
           return 'fb';
@@ -88,7 +88,7 @@ describe.each(opossumVersions)(
 
     test('after an injected clock jumps back, a call granted at once still times out timeoutMs after its fire()', async () => {
       // The own limiter (Vegas: it stamps every permit's start) keeps its time monotonic by adding
-      // the jump to its readings; the guard's budget must count on the guard's clock.
+      // the jump to its readings; the guard's time limit must count on the guard's clock.
       const mc = manualClock();
       const timedOutAt: number[] = [];
       const g = guard((_ctx) => new Promise<string>(() => {}), {
@@ -119,7 +119,7 @@ describe.each(opossumVersions)(
         CircuitBreaker,
         clock,
         timeoutMs: 100,
-        limit: { limit: 1, maxQueued: 10, clock },
+        limiter: { limit: 1, maxQueued: 10, clock },
         fallback: (cause) => {
           reasons.push(cause.reason);
           return 'fb';

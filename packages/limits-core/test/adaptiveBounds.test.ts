@@ -27,7 +27,11 @@ function burst(
   forMs = 3_600_000,
 ) {
   const clock = new SimClock();
-  const limiter = new Limiter({ limit: algorithm, clock, maxQueued: Infinity });
+  const limiter = new Limiter({
+    ...(typeof algorithm === 'number' ? { limit: algorithm } : { algorithm }),
+    clock,
+    maxQueued: Infinity,
+  });
   const downstream = new Downstream(SHAPES[shape], clock, seededRandom(1));
   const traffic = new Traffic({
     limiter,

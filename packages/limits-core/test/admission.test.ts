@@ -31,7 +31,7 @@ class Host extends EventEmitter<LimiterEvents> {
   ) {
     super();
     const o = resolveOptions({
-      limit: new FixedLimit(Math.max(1, capacity)),
+      algorithm: new FixedLimit(Math.max(1, capacity)),
       clock: this.clock,
       maxQueued: 10,
       ...options,
@@ -130,12 +130,12 @@ describe('Admission and Refusals (the limiter side of the queue)', () => {
     await expect(
       host.admission.admit(undefined, undefined, undefined, false),
     ).rejects.toMatchObject({
-      reason: 'limit',
+      reason: 'at_limit',
     });
     const { r, log } = request();
     expect(host.admission.admit(undefined, undefined, r, true)).toBeUndefined();
     expect(log.refused?.reason).toBe('closed');
-    expect(host.events).toEqual(['reject limit', 'reject closed']);
+    expect(host.events).toEqual(['reject at_limit', 'reject closed']);
   });
 
   test('a ticket takes its request out of the queue, refused as aborted with the cause, once', () => {
@@ -175,7 +175,7 @@ describe('Admission and Refusals (the limiter side of the queue)', () => {
 describe('Limiter fast paths', () => {
   test('acquire() and acquireWith() without options refuse a cost above maxCost as too_large even with capacity free', async () => {
     const algorithm = { limit: 3, maxLimit: 0.5, update: () => 3 };
-    const limiter = new Limiter({ limit: algorithm, probeSlots: 0 });
+    const limiter = new Limiter({ algorithm, probeSlots: 0 });
     await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'too_large' });
     const { r, log } = request();
     expect(limiter.acquireWith(r)).toBeUndefined();

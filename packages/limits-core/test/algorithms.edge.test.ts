@@ -126,7 +126,7 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
   for (const [name, make] of algorithms) {
     test(`a Limiter with ${name} on a millisecond clock serves 3,000 queued zero-length calls`, async () => {
       const clock = new FakeClock(1_700_000_000_000);
-      const limiter = new Limiter({ limit: make(), maxQueued: Infinity, clock });
+      const limiter = new Limiter({ algorithm: make(), maxQueued: Infinity, clock });
       let done = 0;
       const runs: Promise<void>[] = [];
       for (let i = 0; i < 3000; i++) {

@@ -91,7 +91,7 @@ describe('app-limited guard', () => {
     const vegas = new VegasLimit({ initialLimit: 40, ...noProbe });
     vegas.update(s(100, 5));
     expect(vegas.limit).toBe(40);
-    expect(vegas.lastDecision?.reason).toBe('app-limited');
+    expect(vegas.lastDecision?.reason).toBe('app_limited');
     // A slow sample at low in-flight: avg = 100 + (500 − 100)/2 = 300 → queue = ceil(40 × 2/3) = 27 > 6.
     vegas.update(s(500, 5));
     expect(vegas.limit).toBeLessThan(40);

@@ -118,7 +118,7 @@ describe('AimdLimit conformance', () => {
       'drop',
       'drop',
       'increase',
-      'app-limited',
+      'app_limited',
     ]);
     expect(out[0]?.limit).toBe(11);
     expect(out[1]?.limit).toBe(12);

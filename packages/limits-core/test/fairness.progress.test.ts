@@ -71,7 +71,7 @@ describe('deficit round robin always makes progress', () => {
 
   test('permit.success() returns and serves a cost-2 waiter when maxCredit is 1 and the algorithm has no maxLimit', async () => {
     const limiter = new Limiter({
-      limit: customLimit(2),
+      algorithm: customLimit(2),
       maxQueued: 10,
       fairness: { maxCredit: 1 },
     });

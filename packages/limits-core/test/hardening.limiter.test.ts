@@ -210,11 +210,15 @@ describe('bad acquire input is refused before anything changes', () => {
 
 describe('algorithm values are checked', () => {
   test('a custom algorithm whose initial limit is NaN is refused at construction', () => {
-    expect(() => new Limiter({ limit: { limit: Number.NaN, update: () => 0 } })).toThrow(TypeError);
-    expect(() => new Limiter({ limit: { limit: -1, update: () => 0 } })).toThrow(
-      /option "limit\.limit"/,
+    expect(() => new Limiter({ algorithm: { limit: Number.NaN, update: () => 0 } })).toThrow(
+      TypeError,
     );
-    expect(() => new Limiter({ limit: { limit: Infinity, update: () => 0 } })).toThrow(RangeError);
+    expect(() => new Limiter({ algorithm: { limit: -1, update: () => 0 } })).toThrow(
+      /option "algorithm\.limit"/,
+    );
+    expect(() => new Limiter({ algorithm: { limit: Infinity, update: () => 0 } })).toThrow(
+      RangeError,
+    );
   });
 
   test('a limit that turns NaN after an update keeps the last good limit and is reported naming the algorithm', async () => {
@@ -225,7 +229,11 @@ describe('algorithm values are checked', () => {
         return this.limit;
       }
     }
-    const limiter = new Limiter({ limit: new Broken(), probeSlots: 2, stallThresholdMs: Infinity });
+    const limiter = new Limiter({
+      algorithm: new Broken(),
+      probeSlots: 2,
+      stallThresholdMs: Infinity,
+    });
     const errors: unknown[] = [];
     limiter.on('error', (e) => errors.push(e));
     (limiter.tryAcquire() as Permit).success();
@@ -247,7 +255,7 @@ describe('algorithm values are checked', () => {
         return alg.limit;
       },
     };
-    const limiter = new Limiter({ limit: alg, probeSlots: 2, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm: alg, probeSlots: 2, stallThresholdMs: Infinity });
     limiter.on('error', () => {});
     (limiter.tryAcquire() as Permit).success();
     expect(limiter.capacity).toBe(3);
@@ -389,7 +397,7 @@ describe('leaked permits', () => {
   });
 });
 
-describe('time budgets end to end', () => {
+describe('time limits end to end', () => {
   test('run() with a timeout aborts the task signal with a TimeoutError and rejects at the deadline; the permit is held until the task settles', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
@@ -424,7 +432,7 @@ describe('time budgets end to end', () => {
     expect(clock.pending).toBe(0);
   });
 
-  test('a queued run() keeps its time budget across the wait and the execution', async () => {
+  test('a queued run() keeps its time limit across the wait and the execution', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 5, clock, initialServiceMs: 10 });
     const first = deferred();
@@ -453,7 +461,7 @@ describe('time budgets end to end', () => {
   });
 
   // Found by bench/soak.mjs: a late event loop fires the task's own timer first.
-  test('a task that settles after its deadline, before the budget timer ran, is still a timeout', async () => {
+  test('a task that settles after its deadline, before the deadline timer ran, is still a timeout', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 2, clock });
     const outcomes: string[] = [];
@@ -478,7 +486,7 @@ describe('time budgets end to end', () => {
     expect(limiter.inflight).toBe(0);
   });
 
-  test('a task declaring no parameter is still bounded by its budget', async () => {
+  test('a task declaring no parameter is still bounded by its time limit', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
     const task = deferred();

@@ -74,7 +74,7 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
   test('calls in flight past lateAfterMs are reported once each from the stall ticks, with the in-flight count; a late success is fed as its latency, a late drop not again', async () => {
     const clock = new FakeClock();
     const alg = new Recorder();
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: alg, clock, stallThresholdMs: 50 });
     const held: Permit[] = [];
     for (let i = 0; i < 3; i++) held.push(limiter.tryAcquire() as Permit);
     await clock.advance(50);
@@ -111,7 +111,7 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
       probeMultiplier: 1000,
       recheckMultiplier: 1000,
     });
-    const limiter = new Limiter({ limit: vegas, clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: vegas, clock, stallThresholdMs: 50 });
     const events: LimitEvent[] = [];
     limiter.on('limit', (e) => events.push(e));
     // A baseline of 20 ms: late after 80 ms.
@@ -134,14 +134,14 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
   test('no late report without a stall detector (stallThresholdMs Infinity) or for an event-loop stall', async () => {
     const clock = new FakeClock();
     const alg = new Recorder();
-    const off = new Limiter({ limit: alg, clock, stallThresholdMs: Infinity });
+    const off = new Limiter({ algorithm: alg, clock, stallThresholdMs: Infinity });
     const p = off.tryAcquire() as Permit;
     await clock.advance(1000);
     expect(alg.late).toEqual([]);
     p.success();
 
     const alg2 = new Recorder();
-    const on = new Limiter({ limit: alg2, clock, stallThresholdMs: 50 });
+    const on = new Limiter({ algorithm: alg2, clock, stallThresholdMs: 50 });
     const q = on.tryAcquire() as Permit;
     clock.jump(400); // the loop was blocked: the call overlapped a stall
     (on.tryAcquire() as Permit).success(); // a call that reads the clock during the block
@@ -157,7 +157,7 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
     alg.onLate = () => {
       throw new Error('plug-in bug');
     };
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: alg, clock, stallThresholdMs: 50 });
     const errors: unknown[] = [];
     limiter.on('error', (e) => errors.push(e));
     const p = limiter.tryAcquire() as Permit;
@@ -171,11 +171,11 @@ describe('a Limiter reports late calls to an algorithm with onLate', () => {
 describe('the limiter checks the late-call members of a limit algorithm', () => {
   test('an onLate that is not a function or a lateAfterMs that is not a number is a TypeError naming it', () => {
     const base = { limit: 5, update: () => 5 };
-    expect(() => new Limiter({ limit: { ...base, onLate: 1 } as never })).toThrow(
-      /option "limit.onLate" must be a function or undefined, got 1/,
+    expect(() => new Limiter({ algorithm: { ...base, onLate: 1 } as never })).toThrow(
+      /option "algorithm.onLate" must be a function or undefined, got 1/,
     );
-    expect(() => new Limiter({ limit: { ...base, lateAfterMs: '9' } as never })).toThrow(
-      /option "limit.lateAfterMs" must be a number or undefined, got "9"/,
+    expect(() => new Limiter({ algorithm: { ...base, lateAfterMs: '9' } as never })).toThrow(
+      /option "algorithm.lateAfterMs" must be a number or undefined, got "9"/,
     );
   });
 });

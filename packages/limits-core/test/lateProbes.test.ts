@@ -36,7 +36,7 @@ describe('late probes', () => {
 
   test('while every call in flight is late, one more is let through per spacing (half of it under LATE_PROBE_CAPACITY), at most maxLateProbes(limit); after an on-time success they go as the late calls end', async () => {
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new Floor(), clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: new Floor(), clock, stallThresholdMs: 50 });
     // A limit of 1: probes up to a capacity of LATE_PROBE_CAPACITY, each at half the spacing.
     const probes = maxLateProbes(1);
     const spacing = LATE_PROBE_SPACING_MS / 2;
@@ -78,7 +78,7 @@ describe('late probes', () => {
     const clock = new FakeClock();
     const alg = new Floor();
     alg.limit = 3;
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: alg, clock, stallThresholdMs: 50 });
     const a = limiter.tryAcquire() as Permit;
     await clock.advance(500); // late, but 2 units are free
     expect(limiter.capacity).toBe(3);
@@ -93,7 +93,7 @@ describe('late probes', () => {
     // A downstream at 50 ms that takes 3,000 ms for calls started in [2 s, 8.1 s); a call every 10 ms.
     // (With one call at a time on it, the one started at 8 s would hold the only slot until 11 s.)
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new VegasLimit(), clock });
+    const limiter = new Limiter({ algorithm: new VegasLimit(), clock });
     const END = 8_100;
     const spike = (t: number) => t >= 2_000 && t < END;
     const downstream = () =>
@@ -128,7 +128,7 @@ describe('late probes', () => {
 describe('late probes in a slowdown that lasts', () => {
   test('after LATE_PROBES_FOR_MS no new probe starts and the extra units go as the late calls end', async () => {
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new Floor(), clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: new Floor(), clock, stallThresholdMs: 50 });
     const held: Permit[] = [limiter.tryAcquire() as Permit];
     for (let t = 0; t < LATE_PROBES_FOR_MS + 2 * LATE_PROBE_SPACING_MS; t += 50) {
       const p = limiter.tryAcquire();
@@ -169,7 +169,7 @@ describe('regain after a spike (S1)', () => {
   const run = async (seed: number, make: (random: () => number) => LimitAlgorithm) => {
     const clock = new FakeClock();
     const jitter = seededRandom(seed);
-    const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+    const limiter = new Limiter({ algorithm: make(seededRandom(seed + 1)), clock });
     const END = 8_100;
     const spike = (t: number) => t >= 2_000 && t < END;
     const downstream = () =>
@@ -258,7 +258,7 @@ describe('a healthy downstream at half the limit (S1)', () => {
     for (let seed = 1; seed <= 5; seed++) {
       const clock = new FakeClock();
       const jitter = seededRandom(seed);
-      const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+      const limiter = new Limiter({ algorithm: make(seededRandom(seed + 1)), clock });
       const downstream = () =>
         new Promise<void>((resolve) => clock.setTimeout(resolve, 50 * (0.9 + 0.2 * jitter())));
       const runs: Promise<unknown>[] = [];
@@ -288,7 +288,7 @@ describe('the capacity a spike finds (S1: its first moment fills it)', () => {
         const jitter = seededRandom(seed);
         const random = seededRandom(seed + 1);
         const limit = name === 'Vegas' ? new VegasLimit({ random }) : new GradientLimit({ random });
-        const limiter = new Limiter({ limit, clock });
+        const limiter = new Limiter({ algorithm: limit, clock });
         const downstream = () =>
           new Promise<void>((resolve) => clock.setTimeout(resolve, 50 * (0.9 + 0.2 * jitter())));
         const runs: Promise<unknown>[] = [];
@@ -329,7 +329,7 @@ describe('the end of a slowdown writes off the late calls (S1)', () => {
   const start = () => {
     const clock = new FakeClock();
     const alg = new Fixed3();
-    return { clock, alg, limiter: new Limiter({ limit: alg, clock, stallThresholdMs: 50 }) };
+    return { clock, alg, limiter: new Limiter({ algorithm: alg, clock, stallThresholdMs: 50 }) };
   };
 
   test('the on-time answer after every call was late frees the slots the late calls hold, until they end', async () => {
@@ -460,7 +460,7 @@ describe('late probes start on an even grid (S1: the first fast answer after the
 
   test('the calls a spike caught end together: their units are kept and restart one per slow latency ÷ capacity', async () => {
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new Collapse(), clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: new Collapse(), clock, stallThresholdMs: 50 });
     const caught = Array.from({ length: 8 }, () => limiter.tryAcquire() as Permit);
     await clock.advance(3_000); // late at 100 ms: the limit collapses to 1 under the 8 calls out
     expect(limiter.capacity).toBe(1);
@@ -502,7 +502,7 @@ describe('late probes start on an even grid (S1: the first fast answer after the
   const spikeStarts = async (make: (random: () => number) => LimitAlgorithm, seed: number) => {
     const clock = new FakeClock();
     const jitter = seededRandom(seed);
-    const limiter = new Limiter({ limit: make(seededRandom(seed + 1)), clock });
+    const limiter = new Limiter({ algorithm: make(seededRandom(seed + 1)), clock });
     const END = 8_100 + seed * 25;
     const spike = (t: number) => t >= 2_000 && t < END;
     const starts: number[] = [];

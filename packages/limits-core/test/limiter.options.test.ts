@@ -36,7 +36,7 @@ describe('Limiter options are checked at construction', () => {
     (key) => {
       expect(make({ [key]: -1 })).toThrow(TypeError);
       expect(make({ [key]: -1 })).toThrow(
-        new RegExp(`unknown option "${key}" for Limiter.*limit: new`),
+        new RegExp(`unknown option "${key}" for Limiter.*algorithm: new`),
       );
     },
   );
@@ -127,24 +127,45 @@ describe('Limiter options are checked at construction', () => {
     [
       { limit: Number.NaN, update() {} },
       TypeError,
-      /option "limit.limit" must be a finite number ≥ 0, got NaN/,
+      /option "algorithm.limit" must be a finite number ≥ 0, got NaN/,
     ],
-    [{ limit: Infinity, update() {} }, RangeError, /option "limit.limit"/],
-    [{ limit: -1, update() {} }, RangeError, /option "limit.limit"/],
-    [{ limit: '5', update() {} }, TypeError, /option "limit.limit" .*got "5"/],
-    [{ limit: 5 }, TypeError, /option "limit.update" must be a function/],
-    [{ limit: 5, update: 1 }, TypeError, /option "limit.update" must be a function/],
-    [{ limit: 5, update() {}, maxLimit: Number.NaN }, TypeError, /option "limit.maxLimit"/],
-    [{ limit: 5, update() {}, maxLimit: 0 }, RangeError, /option "limit.maxLimit"/],
-    ['20', TypeError, /option "limit" must be a number or a LimitAlgorithm/],
-    [null, TypeError, /option "limit" must be a number or a LimitAlgorithm/],
+    [{ limit: Infinity, update() {} }, RangeError, /option "algorithm.limit"/],
+    [{ limit: -1, update() {} }, RangeError, /option "algorithm.limit"/],
+    [{ limit: '5', update() {} }, TypeError, /option "algorithm.limit" .*got "5"/],
+    [{ limit: 5 }, TypeError, /option "algorithm.update" must be a function/],
+    [{ limit: 5, update: 1 }, TypeError, /option "algorithm.update" must be a function/],
+    [{ limit: 5, update() {}, maxLimit: Number.NaN }, TypeError, /option "algorithm.maxLimit"/],
+    [{ limit: 5, update() {}, maxLimit: 0 }, RangeError, /option "algorithm.maxLimit"/],
+    ['20', TypeError, /option "algorithm" must be a LimitAlgorithm/],
+    [null, TypeError, /option "algorithm" must be a LimitAlgorithm/],
+    [20, TypeError, /option "algorithm" must be a LimitAlgorithm/],
   ])(
     'a limit algorithm without a finite numeric limit and an update function is refused (%#)',
-    (limit, type, message) => {
-      expect(make({ limit })).toThrow(type);
-      expect(make({ limit })).toThrow(message);
+    (algorithm, type, message) => {
+      expect(make({ algorithm })).toThrow(type);
+      expect(make({ algorithm })).toThrow(message);
     },
   );
+
+  test.each([
+    [new VegasLimit(), TypeError, /option "limit" of Limiter is a number .*"algorithm"/],
+    ['20', TypeError, /option "limit" of Limiter is a number/],
+    [null, TypeError, /option "limit" of Limiter is a number/],
+    [0, RangeError, /option "limit" must be an integer in \[1, Infinity\), got 0/],
+    [2.5, RangeError, /option "limit" must be an integer.*got 2.5/],
+  ])('limit is the number of a fixed limit: %s is refused', (limit, type, message) => {
+    expect(make({ limit })).toThrow(type);
+    expect(make({ limit })).toThrow(message);
+  });
+
+  test('limit and algorithm together are refused; either alone sets the limit', () => {
+    expect(make({ limit: 5, algorithm: new VegasLimit() })).toThrow(
+      /Limiter takes either "limit" \(a fixed number\) or "algorithm", not both/,
+    );
+    expect(new Limiter({ limit: 7 }).limit).toBe(7);
+    expect(new Limiter({ algorithm: new VegasLimit({ initialLimit: 9 }) }).limit).toBe(9);
+    expect(new Limiter().limit).toBe(20);
+  });
 
   test('options that are not an object are a TypeError', () => {
     expect(make(null)).toThrow(/Limiter options must be an object, got null/);

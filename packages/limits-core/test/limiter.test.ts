@@ -38,7 +38,7 @@ describe('Limiter admission', () => {
     expect(limiter.inflight).toBe(2);
   });
 
-  test('acquire without a queue rejects at once with reason "limit" and a retry estimate', async () => {
+  test('acquire without a queue rejects at once with reason "at_limit" and a retry estimate', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, clock });
     limiter.on('release', () => {}); // time calls so the limiter has an RTT estimate
@@ -48,14 +48,14 @@ describe('Limiter admission', () => {
     const held = await limiter.acquire();
     const error = await limiter.acquire().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LimitExceededError);
-    expect(error).toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'limit', retryAfterMs: 40 });
+    expect(error).toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'at_limit', retryAfterMs: 40 });
     expect((error as Error).message).toMatch(/1\/1 units in flight, 1 requested/);
     held.success();
   });
 
   test('in-flight never exceeds capacity over a random interleaving', () => {
     const { alg } = scripted(5);
-    const limiter = new Limiter({ limit: alg, probeSlots: 0 });
+    const limiter = new Limiter({ algorithm: alg, probeSlots: 0 });
     const held = [];
     const rnd = seededRandom(42);
     for (let i = 0; i < 2000; i++) {
@@ -80,7 +80,7 @@ describe('Limiter admission', () => {
 
   test('inflight stays within capacity when the limit shrinks: no new grants until below it', () => {
     const { alg } = scripted(4);
-    const limiter = new Limiter({ limit: alg, probeSlots: 0 });
+    const limiter = new Limiter({ algorithm: alg, probeSlots: 0 });
     const held = [1, 2, 3, 4].map(() => limiter.tryAcquire());
     alg.limit = 2;
     held[0]?.success(); // the release feeds a sample; the algorithm now answers 2
@@ -95,7 +95,7 @@ describe('Limiter admission', () => {
 
   test('probeSlots keep capacity at the floor when the algorithm collapses', () => {
     const { alg } = scripted(10);
-    const limiter = new Limiter({ limit: alg, probeSlots: 3 });
+    const limiter = new Limiter({ algorithm: alg, probeSlots: 3 });
     alg.limit = 0.2;
     limiter.tryAcquire()?.dropped();
     expect(limiter.limit).toBe(0);
@@ -119,7 +119,7 @@ describe('Limiter admission', () => {
     expect(() => new Limiter({ limit: 0 })).toThrow(
       /"limit" must be an integer in \[1, Infinity\), got 0/,
     );
-    expect(() => new Limiter({ limit: {} as LimitAlgorithm })).toThrow(TypeError);
+    expect(() => new Limiter({ algorithm: {} as LimitAlgorithm })).toThrow(TypeError);
     expect(() => new Limiter({ probeSlots: -1 })).toThrow(/"probeSlots" must be an integer in \[0/);
     expect(() => new Limiter({ stallThresholdMs: 0 })).toThrow(/"stallThresholdMs"/);
     const limiter = new Limiter();
@@ -133,7 +133,7 @@ describe('Limiter admission', () => {
 describe('Permit', () => {
   test('completion is counted once: a second success() or dropped() is ignored', () => {
     const { alg, samples } = scripted(3);
-    const limiter = new Limiter({ limit: alg, clock: new FakeClock() });
+    const limiter = new Limiter({ algorithm: alg, clock: new FakeClock() });
     const p = limiter.tryAcquire();
     p?.success();
     p?.success();
@@ -148,7 +148,7 @@ describe('Permit', () => {
 
   test('Symbol.dispose releases an unreported permit with "ignore"', () => {
     const { alg, samples } = scripted(3);
-    const limiter = new Limiter({ limit: alg, clock: new FakeClock() });
+    const limiter = new Limiter({ algorithm: alg, clock: new FakeClock() });
     {
       using p = limiter.tryAcquire() as NonNullable<ReturnType<Limiter['tryAcquire']>>;
       expect(p.released).toBe(false);
@@ -161,7 +161,7 @@ describe('Permit', () => {
   test('the sample carries start time, RTT, in-flight at admission and the drop flag', async () => {
     const clock = new FakeClock(1000);
     const { alg, samples } = scripted(5);
-    const limiter = new Limiter({ limit: alg, clock });
+    const limiter = new Limiter({ algorithm: alg, clock });
     const a = limiter.tryAcquire();
     const b = limiter.tryAcquire();
     await clock.advance(30);
@@ -178,7 +178,7 @@ describe('Limiter.run', () => {
   test('holds the permit until the task really settles and reports success with its RTT', async () => {
     const clock = new FakeClock();
     const { alg, samples } = scripted(2);
-    const limiter = new Limiter({ limit: alg, clock });
+    const limiter = new Limiter({ algorithm: alg, clock });
     const d = deferred<string>();
     const result = limiter.run(() => d.promise);
     expect(limiter.inflight).toBe(1);
@@ -193,7 +193,7 @@ describe('Limiter.run', () => {
   test('permit.failure() frees the units, gives the algorithm no sample and is reported as failure', () => {
     const { alg, samples } = scripted(2);
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: alg, clock });
+    const limiter = new Limiter({ algorithm: alg, clock });
     const outcomes: string[] = [];
     limiter.on('release', (e) => outcomes.push(e.outcome));
     const permit = limiter.tryAcquire() as Permit;
@@ -207,7 +207,7 @@ describe('Limiter.run', () => {
   test('classifies a timeout as dropped, another error as failure (no sample), and honours classify', async () => {
     const { alg, samples } = scripted(2);
     const outcomes: string[] = [];
-    const limiter = new Limiter({ limit: alg, clock: new FakeClock() });
+    const limiter = new Limiter({ algorithm: alg, clock: new FakeClock() });
     limiter.on('release', (e) => outcomes.push(e.outcome));
     const timeout = Object.assign(new Error('t'), { name: 'TimeoutError' });
     await expect(limiter.run(() => Promise.reject(timeout))).rejects.toBe(timeout);
@@ -248,7 +248,7 @@ describe('Limiter.run', () => {
 
   test('a task that throws synchronously returns its permit at once, without a sample', async () => {
     const { alg, samples } = scripted(1);
-    const limiter = new Limiter({ limit: alg, clock: new FakeClock() });
+    const limiter = new Limiter({ algorithm: alg, clock: new FakeClock() });
     const boom = new Error('boom');
     const p = limiter.run(() => {
       throw boom;
@@ -323,7 +323,7 @@ describe('events', () => {
       probeMultiplier: 1000,
       recheckMultiplier: 1000,
     });
-    const limiter = new Limiter({ limit: vegas, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm: vegas, clock, stallThresholdMs: Infinity });
     const events: LimitEvent[] = [];
     limiter.on('limit', (e) => events.push(e));
     for (let i = 0; i < 6; i++) {
@@ -384,7 +384,7 @@ describe('event-loop stalls', () => {
   test('a sample that overlaps a stall is not fed to the algorithm', async () => {
     const clock = new FakeClock();
     const { alg, samples } = scripted(5);
-    const limiter = new Limiter({ limit: alg, clock, stallThresholdMs: 50 });
+    const limiter = new Limiter({ algorithm: alg, clock, stallThresholdMs: 50 });
     const releases: ReleaseEvent[] = [];
     limiter.on('release', (e) => releases.push(e));
     const a = limiter.tryAcquire();
@@ -407,7 +407,7 @@ describe('event-loop stalls', () => {
 
   test('the detector timer runs only while work is in flight and stops on close', async () => {
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new VegasLimit(), clock });
+    const limiter = new Limiter({ algorithm: new VegasLimit(), clock });
     expect(clock.pending).toBe(0);
     const p = limiter.tryAcquire();
     expect(clock.pending).toBe(1);
@@ -443,7 +443,12 @@ describe('sampling', () => {
   test('sampleEvery feeds one call in n to an adaptive algorithm, and every drop', async () => {
     const clock = new FakeClock();
     const { alg, samples } = scripted(10);
-    const limiter = new Limiter({ limit: alg, clock, sampleEvery: 4, stallThresholdMs: Infinity });
+    const limiter = new Limiter({
+      algorithm: alg,
+      clock,
+      sampleEvery: 4,
+      stallThresholdMs: Infinity,
+    });
     for (let i = 0; i < 12; i++) {
       const p = limiter.tryAcquire() as NonNullable<ReturnType<Limiter['tryAcquire']>>;
       await clock.advance(10);

@@ -123,7 +123,7 @@ interface Profile {
   badLimit?: boolean;
   bad?: boolean;
   jump?: boolean;
-  /** Check run()'s time budget and own signal (checks `run-deadline` and `run-signal`). */
+  /** Check run()'s time limit and own signal (checks `run-deadline` and `run-signal`). */
   runChecks?: boolean;
   /** Check that the waiter next in line never fits (strict head of line, fifo/lifo/adaptive). */
   workConserving?: boolean;
@@ -326,7 +326,7 @@ interface Req {
   bytes: number;
   /** FakeClock ms when called. */
   calledAt: number;
-  /** The time budget in ms from the call (timeout and deadline together), if any. */
+  /** The time limit in ms from the call (timeout and deadline together), if any. */
   budget: number;
   settled: boolean;
   /** run(): the task was called. */
@@ -348,7 +348,7 @@ interface Task {
 }
 
 const REASONS = new Set([
-  'limit',
+  'at_limit',
   'queue_full',
   'queue_bytes',
   'too_large',
@@ -395,7 +395,7 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
           ? new AimdLimit(bounds)
           : (alg as LimitAlgorithm);
   const options: LimiterOptions = {
-    limit: algorithm,
+    algorithm,
     probeSlots: config.probeSlots,
     maxQueued: config.maxQueued,
     maxQueuedBytes: config.maxQueuedBytes,
@@ -534,7 +534,7 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
     }
     if (p.runChecks && checks('run-deadline')) {
       for (const t of tasks) {
-        // run-deadline: a run() with a time budget is answered at its deadline and its signal aborts.
+        // run-deadline: a run() with a time limit is answered at its deadline and its signal aborts.
         if (t.req.budget !== Infinity && now - t.req.calledAt > t.req.budget) {
           expect(t.req.settled, `run ${t.req.id} answered by its deadline, ${ctx}`).toBe(true);
           if (!t.settled) {
@@ -637,7 +637,7 @@ async function runModel(p: Profile, config: Config, ops: Op[], script: ListenerA
         const task = (s: AbortSignal) => {
           r.started = true;
           if (p.runChecks && checks('run-signal')) {
-            // run-signal: a task that can be aborted (a caller signal or a time budget) gets a signal
+            // run-signal: a task that can be aborted (a caller signal or a time limit) gets a signal
             // of its own; one that never can may share the inert never-aborting signal, but nothing
             // it adds to it may stay there.
             const abortable = signal !== undefined || r.budget !== Infinity;

@@ -169,7 +169,7 @@ async function runModel(config: Config, ops: Op[], script: ListenerAction[] = []
   let limiter: PartitionedLimiter;
   try {
     limiter = new PartitionedLimiter({
-      limit: config.adaptive ? alg : config.total,
+      ...(config.adaptive ? { algorithm: alg } : { limit: config.total }),
       partitions,
       clock,
       stallThresholdMs: Infinity,

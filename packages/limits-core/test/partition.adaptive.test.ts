@@ -40,7 +40,7 @@ describe('PartitionedLimiter over an adaptive total (model)', () => {
           };
           const clock = new FakeClock();
           const b = new PartitionedLimiter({
-            limit: total,
+            algorithm: total,
             clock,
             stallThresholdMs: Infinity,
             partitions: {

@@ -36,7 +36,7 @@ function shrinkable(bQueued = 5) {
   const total = scripted(10, 10);
   const clock = new FakeClock();
   const b = new PartitionedLimiter({
-    limit: total,
+    algorithm: total,
     clock,
     stallThresholdMs: Infinity,
     partitions: { a: { maxQueued: 5 }, b: { reserved: 2, maxQueued: bQueued } },
@@ -84,7 +84,7 @@ describe('PartitionedLimiter: what a partition can ever have', () => {
   test('with an adaptive total, a cost is refused only above the reach at its maxLimit', async () => {
     const total = scripted(4, 20);
     const b = new PartitionedLimiter({
-      limit: total,
+      algorithm: total,
       stallThresholdMs: Infinity,
       clock: new FakeClock(),
       partitions: { a: { reserved: 0.5, maxQueued: 5 }, b: { reserved: 2 } },
@@ -218,7 +218,7 @@ describe('PartitionedLimiter: a bad total from the algorithm', () => {
       const total = scripted(6, 10);
       const clock = new FakeClock();
       const b = new PartitionedLimiter({
-        limit: total,
+        algorithm: total,
         clock,
         stallThresholdMs: Infinity,
         partitions: { a: { maxQueued: 5 }, b: { reserved: 2 } },

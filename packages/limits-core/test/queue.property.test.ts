@@ -51,7 +51,7 @@ test('random interleavings keep every invariant and drain to zero with no timers
         const alg = { limit: 3, maxLimit: 6, update: (_s: Sample) => alg.limit };
         const maxQueuedBytes = 150;
         const limiter = new Limiter({
-          limit: alg,
+          algorithm: alg,
           probeSlots: 1,
           maxQueued: 8,
           maxQueuedBytes,

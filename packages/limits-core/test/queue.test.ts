@@ -108,7 +108,7 @@ describe('bounded queue', () => {
     expect(clock.pending).toBe(0);
   });
 
-  test('the byte budget refuses with queue_bytes and names the numbers', async () => {
+  test('the byte limit refuses with queue_bytes and names the numbers', async () => {
     const limiter = new Limiter({ limit: 1, maxQueued: 10, maxQueuedBytes: 2048 });
     limiter.tryAcquire();
     void limiter.acquire({ bytes: 2000 });
@@ -240,7 +240,7 @@ describe('bounded queue', () => {
     const closing = limiter.close();
     held?.success();
     await closing;
-    // A spent time budget is refused as such before the queue is considered.
+    // A spent time limit is refused as such before the queue is considered.
     expect(reasons.map((r) => r.reason)).toEqual(['queue_full', 'too_large', 'deadline', 'closed']);
     for (const r of reasons) {
       expect(Number.isFinite(r.retryAfterMs)).toBe(true);
@@ -303,7 +303,7 @@ describe('queue order', () => {
 
 describe('weighted permits', () => {
   test('a cost above the largest capacity is too_large', async () => {
-    const limiter = new Limiter({ limit: settable(5, 8), maxQueued: 10 });
+    const limiter = new Limiter({ algorithm: settable(5, 8), maxQueued: 10 });
     await expect(limiter.acquire({ cost: 9 })).rejects.toMatchObject({ reason: 'too_large' });
     expect(limiter.tryAcquire({ cost: 9 })).toBeUndefined();
   });
@@ -331,7 +331,7 @@ describe('weighted permits', () => {
 
   test('when the limit shrinks below a queued cost, the job runs once in-flight drains to zero', async () => {
     const alg = settable(6, 10);
-    const limiter = new Limiter({ limit: alg, maxQueued: 10 });
+    const limiter = new Limiter({ algorithm: alg, maxQueued: 10 });
     const running = [limiter.tryAcquire(), limiter.tryAcquire()] as Permit[];
     const big = track(limiter.acquire({ cost: 5 }));
     alg.limit = 3;
@@ -348,7 +348,12 @@ describe('weighted permits', () => {
   test('when the limit grows, queued waiters are dispatched at once', async () => {
     const alg = settable(1, 10);
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: alg, maxQueued: 10, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({
+      algorithm: alg,
+      maxQueued: 10,
+      clock,
+      stallThresholdMs: Infinity,
+    });
     const a = limiter.tryAcquire() as Permit;
     const b = limiter.tryAcquire() as Permit | undefined;
     expect(b).toBeUndefined();

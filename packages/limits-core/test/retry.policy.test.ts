@@ -296,7 +296,7 @@ describe('RetryPolicy retryIf and Retry-After', () => {
 
 describe('RetryPolicy never retries a refusal', () => {
   test('isRefusal: a LimitExceededError (any reason) and any error with code CIRCUIT_OPEN', () => {
-    expect(isRefusal(new LimitExceededError('limit reached', { reason: 'limit' }))).toBe(true);
+    expect(isRefusal(new LimitExceededError('limit reached', { reason: 'at_limit' }))).toBe(true);
     expect(isRefusal(new LimitExceededError('aborted', { reason: 'aborted' }))).toBe(true);
     const open = Object.assign(new Error('circuit open'), { code: 'CIRCUIT_OPEN' });
     expect(isRefusal(open)).toBe(true);
@@ -352,7 +352,7 @@ describe('RetryPolicy never retries a refusal', () => {
 
   test('a refusal after a retried failure ends the call with the refusal', async () => {
     const { clock, policy } = setup({ maxAttempts: 5 });
-    const refusal = new LimitExceededError('limit', { reason: 'limit' });
+    const refusal = new LimitExceededError('limit', { reason: 'at_limit' });
     const call = track(
       policy.run(async (attempt) => {
         throw attempt === 1 ? new Error('503') : refusal;

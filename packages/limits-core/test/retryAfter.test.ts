@@ -73,7 +73,7 @@ describe('retryAfterMs', () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ limit: 1, maxQueued: 0, clock, initialServiceMs: 50 });
     const { error, held } = await refusalAt(limiter, 1, 0);
-    expect(error).toMatchObject({ reason: 'limit', retryAfterMs: 50 });
+    expect(error).toMatchObject({ reason: 'at_limit', retryAfterMs: 50 });
     for (const h of held) h.success();
   });
 
@@ -87,7 +87,7 @@ describe('retryAfterMs', () => {
     const a = limiter.partition('a');
     const held = a.tryAcquire() as Permit;
     const error = (await a.acquire().catch((e) => e)) as LimitExceededError;
-    expect(error.reason).toBe('limit');
+    expect(error.reason).toBe('at_limit');
     expect(error.retryAfterMs).toBeUndefined();
     held.success();
   });

@@ -27,7 +27,7 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
   test('calls settling out of order, then reusing their slots, feed their own start time, rtt and in-flight', async () => {
     const clock = new FakeClock(1000);
     const algorithm = recorder(10);
-    const limiter = new Limiter({ limit: algorithm, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm, clock, stallThresholdMs: Infinity });
     const a = deferred<string>();
     const b = deferred<string>();
     const pa = limiter.run(() => a.promise); // t 1000, in flight 1
@@ -60,7 +60,7 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
   test('300 calls at once (more than the slots kept), settled in a scrambled order, twice', async () => {
     const clock = new FakeClock(0);
     const algorithm = recorder(300);
-    const limiter = new Limiter({ limit: algorithm, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm, clock, stallThresholdMs: Infinity });
     for (let round = 0; round < 2; round++) {
       algorithm.samples.length = 0;
       const base = clock.now();
@@ -100,7 +100,7 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
     const algorithm = recorder(4);
     const outcomes: Outcome[] = [];
     const limiter = new Limiter({
-      limit: algorithm,
+      algorithm,
       clock,
       stallThresholdMs: Infinity,
       classify: (_error, result) => (result === 'slow' ? 'dropped' : undefined),
@@ -125,7 +125,7 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
   test('a classify that throws is reported on `error`, and the unit still goes back', async () => {
     const bad = new Error('classify bug');
     const limiter = new Limiter({
-      limit: recorder(2),
+      algorithm: recorder(2),
       stallThresholdMs: Infinity,
       classify: () => {
         throw bad;
@@ -141,7 +141,7 @@ describe('run() in reusable slots (adaptive limiter, no options)', () => {
   test('a release listener that calls run() re-entrantly gets a slot of its own', async () => {
     const clock = new FakeClock(0);
     const algorithm = recorder(4);
-    const limiter = new Limiter({ limit: algorithm, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm, clock, stallThresholdMs: Infinity });
     const inner: Promise<unknown>[] = [];
     let once = true;
     limiter.on('release', () => {
@@ -186,7 +186,7 @@ describe('a task whose native promise has an own `then` calling back twice', () 
   test('adaptive limiter (a reusable slot): its unit is released once, and one sample is fed', async () => {
     const clock = new FakeClock(0);
     const algorithm = recorder(4);
-    const limiter = new Limiter({ limit: algorithm, clock, stallThresholdMs: Infinity });
+    const limiter = new Limiter({ algorithm, clock, stallThresholdMs: Infinity });
     await expect(limiter.run(() => twiceThen('x'))).resolves.toBe('x');
     await flush();
     expect(limiter.snapshot()).toMatchObject({ inflight: 0, permits: 0 });

@@ -47,12 +47,12 @@ function parseSvg(svg: string): Array<{ name: string; attrs: Record<string, stri
 describe('TimelineRecorder', () => {
   test('records the limit, peak in-flight, outcomes, latency and refusals per bucket from events', async () => {
     const clock = new FakeClock();
-    const limiter = new Limiter({ limit: new FixedLimit(2), maxQueued: 0, clock });
+    const limiter = new Limiter({ algorithm: new FixedLimit(2), maxQueued: 0, clock });
     const recorder = new TimelineRecorder({ bucketMs: 100, clock }).track(limiter);
     const a = limiter.tryAcquire();
     const b = limiter.tryAcquire();
     expect(limiter.tryAcquire()).toBeUndefined(); // no refusal event: tryAcquire never refuses
-    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'limit' });
+    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
     await clock.advance(40);
     a?.success();
     await clock.advance(20);

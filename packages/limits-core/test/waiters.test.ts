@@ -229,7 +229,7 @@ describe('a queued run() settles its caller from the task', () => {
         throw new Error('algorithm failed');
       },
     };
-    const limiter = new Limiter({ limit: algorithm, maxQueued: 10 });
+    const limiter = new Limiter({ algorithm, maxQueued: 10 });
     const errors: unknown[] = [];
     limiter.on('error', (e) => errors.push(e));
     const gate = deferred<void>();

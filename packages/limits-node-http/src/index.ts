@@ -2,7 +2,7 @@
 //
 // The source, one folder per entry point (ARCHITECTURE.md at the repository's root draws it, and
 // `npm test` keeps it true):
-//   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the budget)
+//   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the time limit)
 //   interceptor/  limitInterceptor for undici (one request's handler, its caller, retries, fallbacks)
 //   loadShed/     loadShed for node:http, Express and Fastify (admission, a request's call, answers)
 //   metrics/      registerMetrics (Prometheus) and the `limits:` diagnostics channels, for any

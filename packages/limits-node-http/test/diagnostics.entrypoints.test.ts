@@ -42,7 +42,7 @@ describe('entry points publish their limiters on the diagnostics channels', () =
       'limits:admit',
       'limits:release',
     ]);
-    const breaker = fetchGuard(guard, { limit: { limit: 2 } });
+    const breaker = fetchGuard(guard, { limiter: { limit: 2 } });
     await (await limitFetch(fetch, { guard: breaker })(server.url)).text();
     expect(seen.filter((m) => m.limiter === breaker.limiter).map((m) => m.channel)).toEqual([
       'limits:admit',

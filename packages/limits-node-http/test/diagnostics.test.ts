@@ -48,11 +48,11 @@ function growing(): LimitAlgorithm {
 
 describe('publishDiagnostics', () => {
   it('attaches no listener to a limiter while nobody subscribes, whatever the limiter does', async () => {
-    const limiter = new Limiter({ limit: growing(), maxQueued: 0 });
+    const limiter = new Limiter({ algorithm: growing(), maxQueued: 0 });
     const handle = publishDiagnostics(limiter);
     expect(listening(limiter)).toEqual([0, 0, 0, 0]);
     const p = limiter.tryAcquire() as Permit;
-    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'limit' });
+    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
     p.success();
     handle.sync();
     expect(publishDiagnostics(limiter)).toBe(handle);
@@ -61,13 +61,13 @@ describe('publishDiagnostics', () => {
 
   it('delivers admit, reject, release and limit with the limiter and its event payload', async () => {
     const clock = manualClock();
-    const limiter = new Limiter({ limit: growing(), maxQueued: 0, clock });
+    const limiter = new Limiter({ algorithm: growing(), maxQueued: 0, clock });
     const seen = subscribe();
     publishDiagnostics(limiter);
     expect(listening(limiter)).toEqual([1, 1, 1, 1]);
 
     const p = limiter.tryAcquire() as Permit;
-    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'limit' });
+    await expect(limiter.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
     clock.advance(30);
     p.success();
 
@@ -83,7 +83,7 @@ describe('publishDiagnostics', () => {
     }
     expect(seen.map(([, m]) => m.event)).toEqual([
       { cost: 1, inflight: 1, capacity: 1, waitedMs: 0 },
-      { reason: 'limit', cost: 1 }, // no retryAfterMs: nothing measured yet
+      { reason: 'at_limit', cost: 1 }, // no retryAfterMs: nothing measured yet
       expect.objectContaining({ limit: 2, previous: 1, capacity: 2 }),
       { outcome: 'success', rtt: 30, cost: 1, inflight: 0, stalled: false },
     ]);
@@ -128,7 +128,7 @@ describe('publishDiagnostics', () => {
     const seen = subscribe([diagnosticsChannels.admit, diagnosticsChannels.reject]);
     publishDiagnostics(bulkheads);
     const held = bulkheads.partition('recs').tryAcquire() as Permit;
-    await expect(bulkheads.run('recs', () => 1)).rejects.toMatchObject({ reason: 'limit' });
+    await expect(bulkheads.run('recs', () => 1)).rejects.toMatchObject({ reason: 'at_limit' });
     await bulkheads.run('login', () => 1);
     held.success();
     expect(seen.map(([name, m]) => [name, m.partition, m.limiter])).toEqual([

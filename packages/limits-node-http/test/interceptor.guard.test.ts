@@ -22,7 +22,9 @@ if (!undici8Runs)
   test.skip(`undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`, () => {});
 
 type AnyGuard = Guard<unknown[], unknown>;
-type BreakerOptions = Omit<GuardOptions<unknown[], unknown>, 'classify'>;
+type BreakerOptions = Omit<GuardOptions<unknown[], unknown>, 'classify' | 'timeoutMs'> & {
+  attemptTimeoutMs?: number | false;
+};
 
 /** Options that open the circuit at the first breaker failure, for a minute. */
 const opensAtOnce: BreakerOptions = {
@@ -281,7 +283,7 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     let cancelled = false;
     const { g, limiter } = breaker(
       {
-        timeoutMs: 200,
+        attemptTimeoutMs: 200,
         clock,
         fallback: () =>
           new Response(
@@ -303,7 +305,7 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     await until(() => limiter.queued === 1, 'the request waits for a permit');
     controller.abort(new Error('gone'));
     expect(await pending).toMatchObject({ message: 'gone' });
-    // The guard's own budget runs out while the call still waits: its fallback finds nobody.
+    // The guard's own time limit runs out while the call still waits: its fallback finds nobody.
     clock.advance(200);
     await until(() => cancelled, "the fallback's body was cancelled");
     expect(limiter.queued).toBe(0);
@@ -379,10 +381,10 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(server.count).toBe(0);
   });
 
-  test("the guard's own timeoutMs answers with its fallback and aborts the request", async () => {
+  test("attemptTimeoutMs (the guard's own time limit) answers with its fallback and aborts the request", async () => {
     const clock = new ManualClock();
     const { g, limiter } = breaker({
-      timeoutMs: 200,
+      attemptTimeoutMs: 200,
       clock,
       volumeThreshold: 10,
       fallback: ({ reason }) => ({ statusCode: 200, body: `late (${reason})` }),
@@ -396,10 +398,10 @@ describe.each(undiciVersions)('limitInterceptor with a fetchGuard on %s', (_name
     expect(outcomes).toEqual(['dropped']);
   });
 
-  test("the guard's own timeoutMs answers a request undici still queues for a connection with the fallback; it is never sent", async () => {
+  test('attemptTimeoutMs answers a request undici still queues for a connection with the fallback; it is never sent', async () => {
     const clock = new ManualClock();
     const { g, limiter } = breaker({
-      timeoutMs: 200,
+      attemptTimeoutMs: 200,
       clock,
       volumeThreshold: 10,
       fallback: () => ({ statusCode: 200, body: 'fallback' }),

@@ -300,7 +300,7 @@ describe.each(undiciVersions)('limitInterceptor retries on %s', (_name, undici) 
     expect(limiter.inflight).toBe(0);
   });
 
-  test('timeoutMs is the budget of the whole call, retries included', async () => {
+  test('timeoutMs is the time limit of the whole call, retries included', async () => {
     const clock = new ManualClock();
     const limiter = limiterOf({ clock });
     const retry = policyOf({ clock, random: () => 0.99, baseDelayMs: 5_000 });

@@ -267,7 +267,7 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
       .request(`${server.origin}/status/200`, { dispatcher })
       .catch((e) => e);
     expect(error).toBeInstanceOf(LimitExceededError);
-    expect(error.reason).toBe('limit');
+    expect(error.reason).toBe('at_limit');
     const fetchError = await undici
       .fetch(`${server.origin}/status/200`, { dispatcher })
       .catch((e) => e);
@@ -422,7 +422,7 @@ describe.each(undiciVersions)('limitInterceptor on %s', (_name, undici) => {
     expect(clock.pending).toBe(0);
   });
 
-  test('timeoutMs is the limiter’s budget too: a request queued past it is refused as expired, unsent', async () => {
+  test('timeoutMs is the limiter’s time limit too: a request queued past it is refused as expired, unsent', async () => {
     const clock = new ManualClock();
     const limiter = limiterOf({ clock, limit: 1, maxQueued: 10 });
     // The limiter admits a wait only if the deadline leaves room for the service time (≈ 1 s unmeasured).

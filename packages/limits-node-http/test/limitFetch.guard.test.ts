@@ -178,7 +178,7 @@ describe.each(fetches)('limitFetch with a fetchGuard and %s', (_name, baseFetch)
     expect(outcomes()).toEqual(['dropped']);
   });
 
-  test('the time budget aborts a guarded request with a TimeoutError', async () => {
+  test('the time limit aborts a guarded request with a TimeoutError', async () => {
     const { g, limiter, outcomes } = breaker();
     server.handle = () => {};
     const clock = new ManualClock();
@@ -245,5 +245,15 @@ describe('fetchGuard', () => {
 
   test('passes bad guard options on to guard, which refuses them', () => {
     expect(() => fetchGuard(guard, { probeSlots: -1 })).toThrow(RangeError);
+    expect(() => fetchGuard(guard, { attemptTimeoutMs: -1 })).toThrow(/"timeoutMs"/);
+  });
+
+  test("takes one attempt's time limit as attemptTimeoutMs and refuses timeoutMs, which is the whole call's", async () => {
+    // @ts-expect-error the whole call's time limit belongs to limitFetch / limitInterceptor
+    expect(() => fetchGuard(guard, { timeoutMs: 100 })).toThrow(
+      /fetchGuard does not take "timeoutMs": the whole call's time limit is the "timeoutMs" of limitFetch or limitInterceptor, and one attempt's is "attemptTimeoutMs"/,
+    );
+    const g = fetchGuard(guard, { attemptTimeoutMs: 100 });
+    await g.shutdown();
   });
 });

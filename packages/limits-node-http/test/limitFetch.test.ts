@@ -346,7 +346,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     expect(clock.pending).toBe(0);
   });
 
-  test('our own time budget aborts with a TimeoutError classified dropped', async () => {
+  test('our own time limit aborts with a TimeoutError classified dropped', async () => {
     const { limiter, outcomes } = recorded();
     server.handle = () => {}; // never answers
     const clock = new ManualClock();
@@ -376,7 +376,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     await until(() => server.aborted === 1);
   });
 
-  test('our budget running out while nobody reads the body releases it as dropped', async () => {
+  test('our time limit running out while nobody reads the body releases it as dropped', async () => {
     const { limiter, outcomes } = recorded();
     server.handle = (_req, res) => {
       res.writeHead(200);
@@ -391,7 +391,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     await expect(res.text()).rejects.toMatchObject({ name: 'TimeoutError' });
   });
 
-  test('the time budget covers a body still streaming', async () => {
+  test('the time limit covers a body still streaming', async () => {
     const { limiter, outcomes } = recorded();
     server.handle = (_req, res) => {
       res.writeHead(200);
@@ -420,7 +420,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     server = await startServer();
   });
 
-  test('a budget already spent when the permit is asked for rejects with a TimeoutError', async () => {
+  test('a time limit already spent when the permit is asked for rejects with a TimeoutError', async () => {
     const { limiter } = recorded();
     let t = 0;
     const jumpy = { now: () => (t += 1000), setTimeout: () => 0, clearTimeout: () => {} };
@@ -467,7 +467,7 @@ describe.each(fetches)('limitFetch with %s', (_name, baseFetch) => {
     const f = limitFetch(baseFetch, { limiter });
     const error = await f(server.url).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LimitExceededError);
-    expect((error as LimitExceededError).reason).toBe('limit');
+    expect((error as LimitExceededError).reason).toBe('at_limit');
     expect(server.requests).toHaveLength(0);
     held.success();
   });

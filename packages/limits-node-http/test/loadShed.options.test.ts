@@ -11,7 +11,7 @@ const partitioned = new PartitionedLimiter({
   partitions: { login: { reserved: 1 }, other: {} },
 });
 
-function refused(retryAfterMs?: number, reason: 'limit' | 'queue_full' = 'queue_full') {
+function refused(retryAfterMs?: number, reason: 'at_limit' | 'queue_full' = 'queue_full') {
   return new LimitExceededError('queue full: 10/10 entries', {
     reason,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
@@ -120,7 +120,7 @@ describe('loadShed responses', () => {
     expect(shedResponse(odd, 60_000).body).toBe('{"error":"overloaded","reason":"unknown"}');
   });
 
-  it('parses a budget of ASCII digits only, caps it, and ignores anything else', () => {
+  it('parses a time limit of ASCII digits only, caps it, and ignores anything else', () => {
     expect(parseTimeoutHeader('250', 60_000)).toBe(250);
     expect(parseTimeoutHeader(' 0\t', 60_000)).toBe(0);
     expect(parseTimeoutHeader('70000', 60_000)).toBe(60_000);

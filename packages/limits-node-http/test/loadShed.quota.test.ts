@@ -113,7 +113,7 @@ describe.each(frameworks)('loadShed with a quota on %s', (_name, framework) => {
     await nextEvent(limiter, 'acquire');
     const response = await get(url, 'b');
     expect(response.status).toBe(503);
-    expect(await response.json()).toEqual({ error: 'overloaded', reason: 'limit' });
+    expect(await response.json()).toEqual({ error: 'overloaded', reason: 'at_limit' });
     gate.resolve();
     expect((await held).status).toBe(200);
   });

@@ -47,7 +47,7 @@ describe.each(frameworks)('loadShed on %s', (_name, framework) => {
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(response.headers.get('cache-control')).toBe('no-store');
     const body = await response.text();
-    expect(body).toBe('{"error":"overloaded","reason":"limit"}');
+    expect(body).toBe('{"error":"overloaded","reason":"at_limit"}');
     expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(body)));
     expect(calls).toEqual(['/held']);
     gate.resolve();
@@ -201,7 +201,7 @@ describe.each(frameworks)('loadShed on %s', (_name, framework) => {
     const response = await fetch(url);
     expect(response.status).toBe(429);
     expect(response.headers.get('retry-after')).toBe('7');
-    expect(await response.text()).toBe('busy: limit');
+    expect(await response.text()).toBe('busy: at_limit');
     expect(onShed).toHaveBeenCalledTimes(1);
     gate.resolve();
     await first;
@@ -223,7 +223,7 @@ describe.each(frameworks)('loadShed on %s', (_name, framework) => {
   });
 });
 
-describe.each(frameworks)('loadShed time budget header on %s', (_name, framework) => {
+describe.each(frameworks)('loadShed time limit header on %s', (_name, framework) => {
   const serve = framework.serve.bind(framework);
 
   /** The options each acquireWith received. */
@@ -231,7 +231,7 @@ describe.each(frameworks)('loadShed time budget header on %s', (_name, framework
     return vi.spyOn(limiter, 'acquireWith');
   }
 
-  it('refuses a budget of 0 ms at once with reason deadline, even with capacity free', async () => {
+  it('refuses a time limit of 0 ms at once with reason deadline, even with capacity free', async () => {
     const limiter = new Limiter({ limit: 5 });
     const { url, calls } = await serve({ limiter });
     const response = await fetch(url, { headers: { 'x-request-timeout-ms': '0' } });
@@ -240,7 +240,7 @@ describe.each(frameworks)('loadShed time budget header on %s', (_name, framework
     expect(calls).toEqual([]);
   });
 
-  it('passes a valid budget to admission as timeoutMs', async () => {
+  it('passes a valid time limit to admission as timeoutMs', async () => {
     const limiter = new Limiter({ limit: 5 });
     const spy = spied(limiter);
     const { url } = await serve({ limiter });
@@ -249,7 +249,7 @@ describe.each(frameworks)('loadShed time budget header on %s', (_name, framework
     expect(spy.mock.calls[0]?.[1]).toEqual({ timeoutMs: 2500 });
   });
 
-  it('ignores garbage, negative, decimal, unit-suffixed and empty budgets', async () => {
+  it('ignores garbage, negative, decimal, unit-suffixed and empty time limits', async () => {
     const limiter = new Limiter({ limit: 5 });
     const spy = spied(limiter);
     const { url } = await serve({ limiter });
@@ -261,7 +261,7 @@ describe.each(frameworks)('loadShed time budget header on %s', (_name, framework
     expect(spy.mock.calls.map((c) => c[1])).toEqual(values.map(() => undefined));
   });
 
-  it('caps a huge budget at maxTimeoutMs', async () => {
+  it('caps a huge time limit at maxTimeoutMs', async () => {
     const limiter = new Limiter({ limit: 5 });
     const spy = spied(limiter);
     const { url } = await serve({ limiter, maxTimeoutMs: 1000 });
@@ -272,8 +272,8 @@ describe.each(frameworks)('loadShed time budget header on %s', (_name, framework
     expect(spy.mock.calls.map((c) => c[1])).toEqual([{ timeoutMs: 1000 }, { timeoutMs: 1000 }]);
   });
 
-  it('refuses at once a request whose budget cannot be met given the queue ahead of it', async () => {
-    // One permit held, and a service time guess of 1 s: a 100 ms budget cannot be met.
+  it('refuses at once a request whose time limit cannot be met given the queue ahead of it', async () => {
+    // One permit held, and a service time guess of 1 s: a 100 ms time limit cannot be met.
     const limiter = new Limiter({ limit: 1, maxQueued: 10, initialServiceMs: 1000 });
     const gate = deferred();
     const { url, calls } = await serve({ limiter }, gate.promise);
@@ -325,7 +325,7 @@ describe.each(frameworks)('loadShed partitions on %s', (_name, framework) => {
     while (recommendations.inflight < 3) await nextEvent(recommendations, 'acquire');
     const shed = await fetch(`${url}/recommendations/4`);
     expect(shed.status).toBe(503);
-    expect(await shed.json()).toEqual({ error: 'overloaded', reason: 'limit' });
+    expect(await shed.json()).toEqual({ error: 'overloaded', reason: 'at_limit' });
     const login = fetch(`${url}/login?user=a`);
     await nextEvent(limiter.partition('login'), 'acquire');
     expect(limiter.ledger().partitions.login?.running).toBe(1);

@@ -8,7 +8,7 @@ import { type Exposition, manualClock, metricsServer, seriesKey } from './suppor
 
 const OUTCOMES = ['success', 'dropped', 'failure', 'ignore'];
 const REASONS = [
-  'limit',
+  'at_limit',
   'queue_full',
   'queue_bytes',
   'too_large',
@@ -270,7 +270,7 @@ describe('registerMetrics on a guard', () => {
         clock.advance(what);
         return 'ok';
       },
-      { limit: { limit: 1, maxQueued: 0 }, timeoutMs: false, clock },
+      { limiter: { limit: 1, maxQueued: 0 }, timeoutMs: false, clock },
     );
     cleanups.push(() => g.shutdown());
     const before = [g.breaker.listenerCount('success'), g.breaker.listenerCount('failure')];
@@ -283,7 +283,7 @@ describe('registerMetrics on a guard', () => {
     await expect(g.fire(200)).resolves.toBe('ok');
     await expect(g.fire('fail')).rejects.toThrow('boom');
     const held = g.fire('hold');
-    await expect(g.fire(1)).rejects.toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'limit' });
+    await expect(g.fire(1)).rejects.toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'at_limit' });
 
     let s = await server.scrape();
     expect(s.value('pay_inflight')).toBe(1);
@@ -305,9 +305,9 @@ describe('registerMetrics on a guard', () => {
     expect(s.value('pay_calls_total', { outcome: 'success' })).toBe(3);
     expect(s.value('pay_calls_total', { outcome: 'failure' })).toBe(1);
     expect(s.value('pay_calls_total', { outcome: 'dropped' })).toBe(0);
-    expect(s.value('pay_rejections_total', { reason: 'limit' })).toBe(1);
+    expect(s.value('pay_rejections_total', { reason: 'at_limit' })).toBe(1);
     expect(s.value('pay_fallbacks_total', { reason: 'error' })).toBe(1);
-    expect(s.value('pay_fallbacks_total', { reason: 'limit' })).toBe(1);
+    expect(s.value('pay_fallbacks_total', { reason: 'limiter' })).toBe(1);
     expect(s.value('pay_fallbacks_total', { reason: 'open' })).toBe(1);
     expect(s.value('pay_fallbacks_total', { reason: 'timeout' })).toBe(0);
     expect(s.value('pay_breaker_outcomes_total', { outcome: 'success' })).toBe(3);

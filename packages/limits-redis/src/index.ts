@@ -1,25 +1,25 @@
 // limits-redis: fleet-wide limits on Redis (see README.md).
 
-export { BudgetedLimiter, BudgetedPermit, type LeaseSource } from './budget/BudgetedLimiter.js';
-export { type BudgetOperation, RedisUnavailableError } from './budget/errors.js';
+export { type LeasePoolOperation, RedisUnavailableError } from './leases/errors.js';
 export type {
-  BudgetAcquireEvent,
-  BudgetEvents,
-  BudgetLeakEvent,
-  BudgetLeaseLostEvent,
-  BudgetRedisFailureEvent,
-  BudgetRedisRecoveredEvent,
-  BudgetRejectEvent,
-  BudgetReleaseEvent,
-} from './budget/events.js';
-export { Lease } from './budget/Lease.js';
+  LeaseAcquireEvent,
+  LeaseLeakEvent,
+  LeaseLostEvent,
+  LeasePoolEvents,
+  LeaseRejectEvent,
+  LeaseReleaseEvent,
+  RedisFailureEvent,
+  RedisRecoveredEvent,
+} from './leases/events.js';
+export { Lease } from './leases/Lease.js';
+export { LeasedLimiter, LeasedPermit, type LeaseSource } from './leases/LeasedLimiter.js';
 export type {
-  BudgetAcquireOptions,
   FailurePolicy,
-  RedisConcurrencyBudgetOptions,
-} from './budget/options.js';
-export type { RedisClient, RedisSubscriber } from './budget/RedisClient.js';
-export { type BudgetStatus, RedisConcurrencyBudget } from './budget/RedisConcurrencyBudget.js';
+  LeaseAcquireOptions,
+  RedisLeasePoolOptions,
+} from './leases/options.js';
+export type { RedisClient, RedisSubscriber } from './leases/RedisClient.js';
+export { type LeasePoolStatus, RedisLeasePool } from './leases/RedisLeasePool.js';
 export type { ScriptClient } from './luaScript.js';
 export {
   RedisQuotaStore,

@@ -21,7 +21,7 @@ export interface ScriptClient {
 
 /**
  * @internal Runs `script` by EVALSHA, and by EVAL (which caches it again) when the server answers
- * NOSCRIPT: after `SCRIPT FLUSH`, a restart, a new Cluster node. The quota store and the budget both
+ * NOSCRIPT: after `SCRIPT FLUSH`, a restart, a new Cluster node. The quota store and the pool both
  * run their scripts through it.
  * @param keysAndArgs - the first `numKeys` are KEYS, the rest ARGV.
  */

@@ -62,11 +62,11 @@ export interface AimdLimitOptions {
  *   the limit when a whole round times out together);
  * - success while the limit is in use (`2 × inflight ≥ limit`) → `limit + increaseBy` in slow start,
  *   else `limit + increaseBy / limit` (reason `increase`);
- * - success while app-limited → unchanged (reason `app-limited`).
+ * - success while app-limited → unchanged (reason `app_limited`).
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new AimdLimit({ initialLimit: 10, timeoutMs: 500 }) });
+ * const limiter = new Limiter({ algorithm: new AimdLimit({ initialLimit: 10, timeoutMs: 500 }) });
  * ```
  */
 export class AimdLimit implements LimitAlgorithm {
@@ -167,7 +167,7 @@ export class AimdLimit implements LimitAlgorithm {
       reason = 'increase';
       next = this.#slowStart ? L + this.#increaseBy : L + this.#increaseBy / L;
     } else {
-      reason = 'app-limited';
+      reason = 'app_limited';
     }
     this.#limit = clamp(next, this.#minLimit, this.#maxLimit);
     this.lastDecision = { reason, rttMs: sample.rtt };

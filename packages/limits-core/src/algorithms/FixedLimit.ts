@@ -7,7 +7,7 @@ import type { LimitAlgorithm, LimitDecision, Sample } from './LimitAlgorithm.js'
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new FixedLimit(20) }); // same as { limit: 20 }
+ * const limiter = new Limiter({ algorithm: new FixedLimit(20) }); // same as { limit: 20 }
  * ```
  */
 export class FixedLimit implements LimitAlgorithm {

@@ -112,7 +112,7 @@ class Ewma {
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new GradientLimit({ maxLimit: 200 }) });
+ * const limiter = new Limiter({ algorithm: new GradientLimit({ maxLimit: 200 }) });
  * ```
  */
 export class GradientLimit extends ProbingLimit {

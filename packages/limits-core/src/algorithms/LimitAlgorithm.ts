@@ -72,10 +72,10 @@ export interface LimitAlgorithm {
  * - `queueing`: latency says requests queue at the downstream, the limit falls;
  * - `drop`: a dropped sample (timeout, overload), the limit falls;
  * - `late`: calls still in flight past `lateAfterMs` count as dropped samples (`onLate`);
- * - `app-limited`: growth suppressed because in-flight is well below the limit (and, after a round
+ * - `app_limited`: growth suppressed because in-flight is well below the limit (and, after a round
  *   of it, the limit decays toward 1.5× the peak in-flight used);
  * - `probe`: a short dip to re-measure the no-load RTT;
- * - `probe-end`: the dip ended, the limit is restored;
+ * - `probe_end`: the dip ended, the limit is restored;
  * - `steady`: inside the target band, no change;
  * - `warmup`: too few samples yet to judge;
  * - `fixed`: the algorithm never changes.
@@ -85,9 +85,9 @@ export type LimitReason =
   | 'queueing'
   | 'drop'
   | 'late'
-  | 'app-limited'
+  | 'app_limited'
   | 'probe'
-  | 'probe-end'
+  | 'probe_end'
   | 'steady'
   | 'warmup'
   | 'fixed';

@@ -58,7 +58,7 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
  *    applies the rule's target: growth is suppressed while `1.5 × inflight < limit` (`2 ×` during
  *    slow start; reason
- *    `app-limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
+ *    `app_limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
  *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
  *    hears of it.
  *
@@ -226,11 +226,11 @@ export abstract class ProbingLimit implements LimitAlgorithm {
 
   /**
    * Keeps the limit and records why: by default the probe's reason (`probe` while the dip holds,
-   * `probe-end` on the sample that ends it). Returns the limit.
+   * `probe_end` on the sample that ends it). Returns the limit.
    */
   protected hold(
     sample: Sample,
-    reason: LimitReason = this.probe === 'dip' ? 'probe' : 'probe-end',
+    reason: LimitReason = this.probe === 'dip' ? 'probe' : 'probe_end',
   ): number {
     this.#reason = reason;
     this.#rtt = sample.rtt;
@@ -247,7 +247,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     const idle = appLimited(this.#slowStart.active, sample.inflight, L);
     if (idle && next > L) {
       next = L;
-      reason = 'app-limited';
+      reason = 'app_limited';
     }
     let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
     if (!sample.dropped) {
@@ -255,7 +255,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
         const decayed = this.#decay(L, estimate, sample, reason);
         if (decayed < estimate) {
           estimate = decayed;
-          reason = 'app-limited';
+          reason = 'app_limited';
         }
       } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
         this.#idleMax = this.#idleCount = this.#decayTo = 0;
@@ -292,7 +292,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    * round was app-limited moves the estimate toward 1.5× its peak in-flight.
    */
   #decay(L: number, estimate: number, sample: Sample, reason: LimitReason): number {
-    if (reason !== 'app-limited' && reason !== 'steady') return estimate;
+    if (reason !== 'app_limited' && reason !== 'steady') return estimate;
     const inflight = sample.inflight;
     const startTime = sample.startTime;
     if (inflight > this.#idleMax) this.#idleMax = inflight;

@@ -64,7 +64,7 @@ export function log10Scale(limit: number): number {
  *   `queue ≤ min(threshold·L10, a)`, else `L10`; during slow start `step = max(L, step)` (doubling
  *   per round);
  * - otherwise unchanged (reason `steady`).
- * Growth is suppressed while `1.5 × inflight < L` (`2 ×` in slow start; reason `app-limited`; after a
+ * Growth is suppressed while `1.5 × inflight < L` (`2 ×` in slow start; reason `app_limited`; after a
  * whole round of it the limit decays toward 1.5× the peak in-flight used); falls still apply. The result is smoothed,
  * `L' = (1 − smoothing) × L + smoothing × next`, and clamped to `[minLimit, maxLimit]`.
  *
@@ -72,13 +72,13 @@ export function log10Scale(limit: number): number {
  * load of one round ago, so per-sample steps move the limit by a whole round of steps before the
  * first answer arrives and it swings between half and twice the capacity. Here a round of `L`
  * samples moves it by one step (one step per RTT, as TCP Vegas does), and the averaged RTT keeps
- * sample noise out of the queue estimate. The baseline, the probe dips (reasons `probe`/`probe-end`),
+ * sample noise out of the queue estimate. The baseline, the probe dips (reasons `probe`/`probe_end`),
  * slow start (and its re-arming after a collapse), the app-limited decay, late calls (`onLate`) and
  * applying the result come from {@link ProbingLimit}.
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new VegasLimit({ initialLimit: 20, maxLimit: 200 }) });
+ * const limiter = new Limiter({ algorithm: new VegasLimit({ initialLimit: 20, maxLimit: 200 }) });
  * ```
  */
 export class VegasLimit extends ProbingLimit {

@@ -1,18 +1,46 @@
-import { formatValue } from '../internal/validate.js';
+import { checkNumber, formatValue } from '../internal/validate.js';
+import { FixedLimit } from './FixedLimit.js';
 import type { LimitAlgorithm } from './LimitAlgorithm.js';
+
+/**
+ * @internal The algorithm a limiter's options name: `algorithm` (any {@link LimitAlgorithm}) or
+ * `limit` (a number: a fixed limit), at most one of them; neither gives a fixed limit of `fallback`.
+ * @param where - the constructor, for the messages (e.g. `"Limiter"`).
+ * @throws TypeError when both are given, when `limit` is not a number (an algorithm given as `limit`
+ *   is pointed to `algorithm`), or for a malformed algorithm; RangeError for a `limit` that is not an
+ *   integer ≥ 1.
+ */
+export function resolveAlgorithm(
+  where: string,
+  options: { limit?: unknown; algorithm?: unknown },
+  fallback: number,
+): LimitAlgorithm {
+  const { limit, algorithm } = options;
+  if (limit !== undefined && algorithm !== undefined) {
+    throw new TypeError(
+      `limits: ${where} takes either "limit" (a fixed number) or "algorithm", not both`,
+    );
+  }
+  if (algorithm !== undefined) return checkAlgorithm('algorithm', algorithm);
+  if (limit !== undefined && typeof limit !== 'number') {
+    throw new TypeError(
+      `limits: option "limit" of ${where} is a number (a fixed limit); an algorithm goes in "algorithm", e.g. { algorithm: new VegasLimit() }; got ${formatValue(limit)}`,
+    );
+  }
+  return new FixedLimit(checkNumber('limit', limit, fallback, { min: 1, integer: true }));
+}
 
 /**
  * @internal Checks that `value` is a usable {@link LimitAlgorithm}: an object with an `update`
  * function and a finite `limit` ≥ 0, and, if it has one, a `maxLimit` that is a number > 0, an
  * `onLate` that is a function and a `lateAfterMs` that is a number.
- * @param name - the option name for the message (e.g. `"limit"`).
+ * @param name - the option name for the message (e.g. `"algorithm"`).
  * @throws TypeError for a wrong type (not an object, no `update` function, a `limit` that is not a
  *   number or is NaN, an `onLate` that is not a function, a `lateAfterMs` that is not a number);
  *   RangeError for a `limit` that is negative or infinite, or a bad `maxLimit`.
  */
 export function checkAlgorithm(name: string, value: unknown): LimitAlgorithm {
-  const shape =
-    'a number or a LimitAlgorithm (an object with a numeric limit and an update function)';
+  const shape = 'a LimitAlgorithm (an object with a numeric limit and an update function)';
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new TypeError(`limits: option "${name}" must be ${shape}, got ${formatValue(value)}`);
   }

@@ -2,7 +2,7 @@ import { LimitsError } from './LimitsError.js';
 
 /**
  * Why a request was not admitted:
- * - `limit`: no free capacity and no queue to wait in (`maxQueued: 0`);
+ * - `at_limit`: no free capacity and no queue to wait in (`maxQueued: 0`);
  * - `queue_full`: the queue holds `maxQueued` entries;
  * - `queue_bytes`: admitting the request would exceed `maxQueuedBytes`;
  * - `too_large`: its `cost` exceeds the largest capacity the limiter can ever have;
@@ -15,7 +15,7 @@ export type RejectReason = (typeof REJECT_REASONS)[number];
 
 /** Every {@link RejectReason}, in a stable order (e.g. to pre-create one metric series per reason). */
 export const REJECT_REASONS = [
-  'limit',
+  'at_limit',
   'queue_full',
   'queue_bytes',
   'too_large',

@@ -56,7 +56,7 @@ export class MonotonicTime {
   }
 
   /**
-   * A caller's time budget as a deadline in this time: the earlier of `deadline` (clock ms, converted
+   * A caller's time limit as a deadline in this time: the earlier of `deadline` (clock ms, converted
    * with `skew`) and `now + timeout` (`Infinity`: neither given).
    */
   deadline(deadline: number | undefined, timeoutMs: number | undefined, now: number): number {

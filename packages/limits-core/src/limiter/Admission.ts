@@ -168,7 +168,7 @@ export class Admission {
     }
     if (closed) return refusals.refuse(request, 'closed', cost);
     if (cost > this.#maxCost) return refusals.refuse(request, 'too_large', cost);
-    // A time budget already spent is refused even when capacity is free.
+    // A time limit already spent is refused even when capacity is free.
     if (deadline <= now) return refusals.refuse(request, 'deadline', cost);
     const queue = this.queue;
     if ((queue.size === 0 || queue.newestFirst()) && this.#grants.fits(cost)) {
@@ -231,7 +231,7 @@ export class Admission {
   ): unknown {
     const queue = this.queue;
     const refusals = this.refusals;
-    if (this.#maxQueued === 0) return refusals.refuse(request, 'limit', cost);
+    if (this.#maxQueued === 0) return refusals.refuse(request, 'at_limit', cost);
     if (queue.size >= this.#maxQueued) return refusals.refuse(request, 'queue_full', cost);
     if (queue.selector?.refuse(options?.tenant) !== undefined) {
       return refusals.refuse(request, 'queue_full', cost, undefined, 0, options?.tenant);

@@ -36,7 +36,7 @@ import { TaskRunner } from './TaskRunner.js';
  *
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new VegasLimit({ maxLimit: 100 }), maxQueued: 50, maxQueueWaitMs: 200 });
+ * const limiter = new Limiter({ algorithm: new VegasLimit({ maxLimit: 100 }), maxQueued: 50, maxQueueWaitMs: 200 });
  * limiter.on('limit', (e) => console.log(e.limit, e.decision?.reason));
  * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeoutMs: 1000 });
  * ```
@@ -217,12 +217,12 @@ export class Limiter extends EventEmitter<LimiterEvents> {
    * outcome `classify` gives (default: resolved → success, timeout/abort error → dropped, other error
    * → failure); a task that throws synchronously never started (released as `ignore`).
    *
-   * A time budget (`timeoutMs` or `deadline`) is end to end: refused at admission when it cannot be
+   * A time limit (`timeoutMs` or `deadline`) is end to end: refused at admission when it cannot be
    * met, bounded while queued, and at the deadline the task's signal aborts with a `TimeoutError`
    * (`DOMException`) and `run()` rejects with it at once; the permit is held until the task really
-   * settles, then released as `dropped`. With a budget or a caller `signal`, a task that declares a
+   * settles, then released as `dropped`. With a time limit or a caller `signal`, a task that declares a
    * parameter gets a signal of its own (about 2 µs), following the caller's and aborting at the
-   * budget; one declaring none gets the caller's. Otherwise: one shared signal that never aborts.
+   * time limit; one declaring none gets the caller's. Otherwise: one shared signal that never aborts.
    * @returns what the task returned.
    * @throws (as a rejected promise) LimitExceededError when not admitted; TypeError/RangeError for a
    *   `task` that is not a function or bad options; the `TimeoutError` at the deadline; otherwise

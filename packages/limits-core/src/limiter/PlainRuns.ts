@@ -12,7 +12,7 @@ import type { ServiceTime } from './ServiceTime.js';
 
 /**
  * @internal `run()` at its cheapest, as a hand-written semaphore does it: for a call without options
- * (cost 1, no signal, no budget, no kind) that is not timed, on a limiter whose algorithm learns
+ * (cost 1, no signal, no time limit, no kind) that is not timed, on a limiter whose algorithm learns
  * nothing from an untimed call (a fixed limit). Such a call's release needs nothing from its permit
  * but the outcome, so one pair of reaction functions serves every call: the task's own promise gets
  * them (`then(ok, fail)`), no promise or closure is made per call, and the caller gets the task's

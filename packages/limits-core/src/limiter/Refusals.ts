@@ -213,7 +213,7 @@ function formatBytes(n: number): string {
 export function describeRejection(reason: RejectReason, n: RejectionNumbers): string {
   const inflight = `${n.inflight}/${n.capacity} units in flight`;
   switch (reason) {
-    case 'limit':
+    case 'at_limit':
       return `limit reached: ${inflight}, ${n.cost} requested, no queue (maxQueued 0)`;
     case 'queue_full':
       return n.tenant !== undefined && n.queued < n.maxQueued

@@ -9,8 +9,8 @@ import type { PlainRuns } from './PlainRuns.js';
 import {
   NEVER_ABORTED,
   type RunHooks,
-  runBudgeted,
   runQueued,
+  runTimed,
   runUnderPermit,
 } from './runUnderPermit.js';
 
@@ -18,8 +18,8 @@ import {
  * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
  * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path
  * ({@link PlainRuns}, or `runUnderPermit` for a timed or classified call), or with a time
- * budget or a caller signal the task's scope (its own signal, the deadline timer) set up by
- * `runBudgeted`; and with a cost estimator, what each kind of call really cost fed back to it.
+ * time limit or a caller signal the task's scope (its own signal, the deadline timer) set up by
+ * `runTimed`; and with a cost estimator, what each kind of call really cost fed back to it.
  */
 export class TaskRunner implements GrantHost {
   readonly #time: MonotonicTime;
@@ -65,7 +65,7 @@ export class TaskRunner implements GrantHost {
       return runUnderPermit(permit, task, NEVER_ABORTED, this.#hooksFor(options));
     }
     const promise = this.#capture.promise();
-    this.#budgeted(permit, task, options, deadline, now, this.#capture.take());
+    this.#timed(permit, task, options, deadline, now, this.#capture.take());
     return promise;
   }
 
@@ -101,11 +101,11 @@ export class TaskRunner implements GrantHost {
       return;
     }
     const now = deadline === Infinity || !Number.isNaN(known) ? known : this.#time.now();
-    this.#budgeted(w, task, options, deadline, now, resolve);
+    this.#timed(w, task, options, deadline, now, resolve);
   }
 
-  /** Runs a task with a time budget (to `deadline`, from `now`) or a caller signal; see `runBudgeted`. */
-  #budgeted(
+  /** Runs a task with a time limit (to `deadline`, from `now`) or a caller signal; see `runTimed`. */
+  #timed(
     permit: Permit,
     task: (signal: AbortSignal) => unknown,
     options: AcquireOptions | undefined,
@@ -113,7 +113,7 @@ export class TaskRunner implements GrantHost {
     now: number,
     resolve: (value: unknown) => void,
   ): void {
-    runBudgeted(
+    runTimed(
       permit,
       task,
       options?.signal,

@@ -24,11 +24,18 @@ export interface CodelOptions {
  */
 export interface LimiterOptions {
   /**
-   * The limit algorithm, or a number for a fixed limit (an integer ≥ 1). An algorithm object must
-   * have an `update` function and a finite numeric `limit` ≥ 0 (and a `maxLimit` > 0, if any).
-   * @default 20 (fixed)
+   * A fixed limit: the number of units in flight at most, an integer ≥ 1. Give this or `algorithm`,
+   * not both.
+   * @default 20 (when no `algorithm` is given)
    */
-  limit?: LimitAlgorithm | number;
+  limit?: number;
+  /**
+   * The limit algorithm that sets the limit from the calls' samples (`VegasLimit`, `GradientLimit`,
+   * `AimdLimit`, `WindowedLimit`, or your own): an object with an `update` function and a finite
+   * numeric `limit` ≥ 0 (and a `maxLimit` > 0, if any). Give this or `limit`, not both.
+   * @default a fixed limit (see `limit`)
+   */
+  algorithm?: LimitAlgorithm;
   /**
    * Capacity floor: the limiter admits at least this many units even when the algorithm's limit
    * falls below it, so a sick downstream keeps receiving a few probes and its recovery is seen.
@@ -37,7 +44,7 @@ export interface LimiterOptions {
    */
   probeSlots?: number;
   /**
-   * Largest number of waiters in the queue. 0 rejects at once with reason `limit` when there is no
+   * Largest number of waiters in the queue. 0 rejects at once with reason `at_limit` when there is no
    * capacity.
    * @default 0
    */
@@ -189,14 +196,14 @@ export interface AcquireOptions {
    * **finished**. A deadline already past is refused with reason `deadline`, even when capacity is
    * free; a request that would queue is refused when it cannot start and finish in time (given the
    * queue ahead and the measured service time), and a waiter that can no longer make it leaves the
-   * queue with reason `expired`. For `run`, the budget also bounds the execution: at the deadline
+   * queue with reason `expired`. For `run`, the time limit also bounds the execution: at the deadline
    * the task's signal aborts with a `TimeoutError` (a `DOMException`) and `run()` rejects with it;
    * the permit is held until the task really settles and is then released as `dropped`.
    * Any number (`Infinity`: none).
    */
   deadline?: number | undefined;
   /**
-   * Relative time budget in ms from now, a number ≥ 0 (`Infinity`: none; 0 is always refused with
+   * Relative time limit in ms from now, a number ≥ 0 (`Infinity`: none; 0 is always refused with
    * reason `deadline`); the earlier of `deadline` and `timeoutMs` wins. Same rules as `deadline`.
    */
   timeoutMs?: number | undefined;

@@ -1,4 +1,4 @@
-import { checkAlgorithm } from '../algorithms/checkAlgorithm.js';
+import { resolveAlgorithm } from '../algorithms/checkAlgorithm.js';
 import { FixedLimit } from '../algorithms/FixedLimit.js';
 import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { CostEstimator } from '../fairness/CostEstimator.js';
@@ -58,6 +58,7 @@ const positive = { min: 0, minExclusive: true };
  */
 export const LIMITER_OPTION_KEYS: readonly string[] = [
   'limit',
+  'algorithm',
   'probeSlots',
   'maxQueued',
   'maxQueuedBytes',
@@ -149,15 +150,13 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     for (const key of ALGORITHM_BOUNDS) {
       if (key in options && !LIMITER_OPTION_KEYS.includes(key)) {
         throw new TypeError(
-          `limits: unknown option "${key}" for Limiter; the limit's bounds belong to its algorithm: limit: new VegasLimit({ ${key} }) (or AimdLimit, GradientLimit)`,
+          `limits: unknown option "${key}" for Limiter; the limit's bounds belong to its algorithm: new VegasLimit({ ${key} }) (or AimdLimit, GradientLimit)`,
         );
       }
     }
   }
   checkKeys('Limiter', options, LIMITER_OPTION_KEYS);
-  const limit = options.limit === undefined ? 20 : options.limit;
-  const algorithm: LimitAlgorithm =
-    typeof limit === 'number' ? new FixedLimit(limit) : checkAlgorithm('limit', limit);
+  const algorithm = resolveAlgorithm('Limiter', options, 20);
   const probeSlots = checkNumber('probeSlots', options.probeSlots, 1, { min: 0, integer: true });
   const order = checkOneOf<QueueOrder>('queueOrder', options.queueOrder, 'fifo', [
     'fifo',

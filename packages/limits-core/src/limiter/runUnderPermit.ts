@@ -3,7 +3,7 @@ import { type Classify, defaultClassify, OUTCOMES, type Outcome } from '../permi
 import type { Permit } from '../permit/Permit.js';
 
 /**
- * The signal handed to a task that can never be aborted (no caller `signal`, no time budget): a
+ * The signal handed to a task that can never be aborted (no caller `signal`, no time limit): a
  * real `AbortSignal` that never aborts and whose `addEventListener`/`removeEventListener` do
  * nothing, so the listeners every task adds (`fetch` adds one per call) are not kept on this one
  * shared object (they could never fire anyway). Creating a signal per task instead costs about 2 µs
@@ -145,7 +145,7 @@ function answer(
 }
 
 /**
- * @internal The per-task state of a `run()` with a time budget or a caller `signal`: the task's own
+ * @internal The per-task state of a `run()` with a time limit or a caller `signal`: the task's own
  * `AbortController` (when the task declares a parameter), the caller's signal it follows, and the
  * deadline timer on the limiter's clock. It is its own abort listener on the caller's signal.
  */
@@ -154,7 +154,7 @@ class TaskScope {
   timer: unknown = undefined;
   /** The deadline passed: the caller got the `TimeoutError`, the permit is released as `dropped`. */
   timedOut = false;
-  /** Clock ms at which the budget runs out (`Infinity`: no budget). */
+  /** Clock ms at which the time limit runs out (`Infinity`: no time limit). */
   dueAt = Infinity;
   constructor(
     readonly permit: Permit,
@@ -172,10 +172,7 @@ class TaskScope {
   readonly onTimeout = (): void => {
     this.timer = undefined;
     this.timedOut = true;
-    const reason = new DOMException(
-      'limits: the time budget of this run() ran out',
-      'TimeoutError',
-    );
+    const reason = new DOMException('limits: the time limit of this run() ran out', 'TimeoutError');
     this.controller?.abort(reason);
     this.resolve(Promise.reject(reason));
   };
@@ -191,25 +188,25 @@ class TaskScope {
 }
 
 /**
- * @internal `runQueued` for a run with a time budget (`budgetMs`, from now; `Infinity` for none) or a
+ * @internal `runQueued` for a run with a time limit (`timeoutMs`, from now; `Infinity` for none) or a
  * caller `signal`. The task gets a signal of its own that follows the caller's and aborts with a
- * `TimeoutError` (a `DOMException`, as `AbortSignal.timeout()` gives) when the budget runs out; the
+ * `TimeoutError` (a `DOMException`, as `AbortSignal.timeout()` gives) when the time limit runs out; the
  * caller's promise then rejects at once with that reason, while the permit stays held until the task
  * really settles and is then released as `dropped`. The task's own signal is created only when the
  * task declares a parameter (`task.length > 0`): it costs about 2 µs on Node 20. A task declaring none
- * receives the caller's signal (or the never-aborting one) and is still bounded by the budget.
+ * receives the caller's signal (or the never-aborting one) and is still bounded by the time limit.
  */
-export function runBudgeted(
+export function runTimed(
   permit: Permit,
   task: (signal: AbortSignal) => unknown,
   caller: AbortSignal | undefined,
-  budgetMs: number,
+  timeoutMs: number,
   clock: Clock,
   hooks: RunHooks,
   resolve: (value: unknown) => void,
 ): void {
   const scope = new TaskScope(permit, caller, clock, hooks, resolve);
-  if (budgetMs !== Infinity) scope.dueAt = clock.now() + Math.max(0, budgetMs);
+  if (timeoutMs !== Infinity) scope.dueAt = clock.now() + Math.max(0, timeoutMs);
   let signal = caller ?? NEVER_ABORTED;
   if (task.length > 0) {
     const controller = new AbortController();
@@ -220,7 +217,8 @@ export function runBudgeted(
       else caller.addEventListener('abort', scope);
     }
   }
-  if (budgetMs !== Infinity) scope.timer = clock.setTimeout(scope.onTimeout, Math.max(0, budgetMs));
+  if (timeoutMs !== Infinity)
+    scope.timer = clock.setTimeout(scope.onTimeout, Math.max(0, timeoutMs));
   let result: unknown;
   try {
     result = task(signal);
@@ -243,7 +241,7 @@ async function followScoped(scope: TaskScope, result: unknown): Promise<void> {
     failed = true;
     error = e;
   }
-  // The budget timer may not have fired yet although its time has passed: when the event loop runs
+  // The deadline timer may not have fired yet although its time has passed: when the event loop runs
   // late, Node fires all due timers of one duration list before the next list, so a task's own later
   // timer can settle it first. The deadline is what counts, not which callback ran first.
   if (!scope.timedOut && scope.timer !== undefined && scope.clock.now() >= scope.dueAt) {
@@ -252,7 +250,7 @@ async function followScoped(scope: TaskScope, result: unknown): Promise<void> {
   }
   scope.end();
   if (scope.timedOut) {
-    // The caller already has its TimeoutError; the call ran past its budget: a congestion signal.
+    // The caller already has its TimeoutError; the call ran past its time limit: a congestion signal.
     try {
       scope.hooks.onSettled?.();
     } catch (hookError) {

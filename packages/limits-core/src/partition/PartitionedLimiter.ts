@@ -138,7 +138,7 @@ export class PartitionedLimiter {
       try {
         const gated: GatedOptions = {
           ...spec.queue,
-          limit: shared ?? new FixedLimit(o.maxTotal),
+          algorithm: shared ?? new FixedLimit(o.maxTotal),
           probeSlots: 0,
           [GATE]: this.#gate(part),
           ...(options.clock === undefined ? {} : { clock: options.clock }),

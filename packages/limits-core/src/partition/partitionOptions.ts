@@ -1,3 +1,4 @@
+import { resolveAlgorithm } from '../algorithms/checkAlgorithm.js';
 import { FixedLimit } from '../algorithms/FixedLimit.js';
 import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import { checkClock } from '../internal/checkClock.js';
@@ -43,11 +44,13 @@ export interface PartitionOptions
 
 /** Options of {@link PartitionedLimiter}. */
 export interface PartitionedLimiterOptions {
+  /** Total capacity, fixed: an integer ≥ 1. Give this or `algorithm`. */
+  limit?: number;
   /**
-   * Total capacity: an integer ≥ 1, or an adaptive algorithm fed by every partition's calls (its
-   * `maxLimit`, when it has one, bounds what a partition can ever have).
+   * Total capacity, adaptive: an algorithm fed by every partition's calls (its `maxLimit`, when it has
+   * one, bounds what a partition can ever have). Give this or `limit`.
    */
-  limit: number | LimitAlgorithm;
+  algorithm?: LimitAlgorithm;
   /** The partitions by name (at least one); each partition's options are checked like a Limiter's. */
   partitions: Record<string, PartitionOptions>;
   /** Time source and timers. @default the system clock */
@@ -58,7 +61,14 @@ export interface PartitionedLimiterOptions {
   stallThresholdMs?: number;
 }
 
-const OPTION_KEYS = ['limit', 'partitions', 'clock', 'classify', 'stallThresholdMs'] as const;
+const OPTION_KEYS = [
+  'limit',
+  'algorithm',
+  'partitions',
+  'clock',
+  'classify',
+  'stallThresholdMs',
+] as const;
 const PARTITION_KEYS = [
   'reserved',
   'maxBorrow',
@@ -104,33 +114,25 @@ export function resolvePartitionedOptions(
 ): ResolvedPartitionedOptions {
   if (options === undefined) {
     throw new TypeError(
-      'limits: PartitionedLimiter options must be an object with "limit" and "partitions", got undefined',
+      'limits: PartitionedLimiter options must be an object with "limit" (or "algorithm") and "partitions", got undefined',
     );
   }
   checkKeys('PartitionedLimiter', options, OPTION_KEYS);
-  const limit = options.limit as unknown;
-  let total: LimitAlgorithm;
-  let maxTotal: number;
-  if (typeof limit === 'number') {
-    total = new FixedLimit(checkNumber('limit', limit, 0, { min: 1, integer: true }));
-    maxTotal = limit;
-  } else if (
-    limit !== null &&
-    typeof limit === 'object' &&
-    typeof (limit as LimitAlgorithm).update === 'function'
-  ) {
-    total = limit as LimitAlgorithm;
-    checkNumber('limit.limit', total.limit, 0, { min: 0 });
-    const max = checkNumber('limit.maxLimit', total.maxLimit, Infinity, {
-      min: 0,
-      allowInfinity: true,
-    });
-    maxTotal = Math.floor(max);
-  } else {
+  if (options.limit === undefined && options.algorithm === undefined) {
     throw new TypeError(
-      `limits: option "limit" must be an integer ≥ 1 or a LimitAlgorithm (an object with limit and update), got ${formatValue(limit)}`,
+      'limits: PartitionedLimiter needs its total: "limit" (an integer ≥ 1) or "algorithm" (a LimitAlgorithm)',
     );
   }
+  const total = resolveAlgorithm('PartitionedLimiter', options, 1);
+  const fixed = total instanceof FixedLimit;
+  const maxTotal = fixed
+    ? total.limit
+    : Math.floor(
+        checkNumber('algorithm.maxLimit', total.maxLimit, Infinity, {
+          min: 0,
+          allowInfinity: true,
+        }),
+      );
   checkClock('clock', options.clock);
   checkFunction('classify', options.classify);
   checkNumber('stallThresholdMs', options.stallThresholdMs, 50, {
@@ -175,10 +177,10 @@ export function resolvePartitionedOptions(
   }
   if (maxTotal !== Infinity && absolute + Math.floor(fractions * maxTotal) > maxTotal) {
     throw new RangeError(
-      `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${maxTotal}${typeof limit === 'number' ? '' : " (the algorithm's maxLimit)"}`,
+      `limits: the reserves of "partitions" add up to ${absolute} units (+ fractions), more than the total limit ${maxTotal}${fixed ? '' : " (the algorithm's maxLimit)"}`,
     );
   }
-  return { total, fixed: typeof limit === 'number', maxTotal, partitions: specs };
+  return { total, fixed, maxTotal, partitions: specs };
 }
 
 /**

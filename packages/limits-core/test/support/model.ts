@@ -146,7 +146,7 @@ export const MODEL_CHECKS = {
   'zero-rtt': 'Gradient fed calls that take no time keeps a whole, finite limit',
   'fair-credit': 'a fair queue serves a charge above maxCredit (with LIMITS_MODEL_STRICT=1)',
   'partition-reach': "a cost above a partition's reach is refused at admission, not queued forever",
-  'run-deadline': 'a run() with a time budget is answered at its deadline and its signal aborts',
+  'run-deadline': 'a run() with a time limit is answered at its deadline and its signal aborts',
   'run-signal':
     'an abortable run() task gets a signal of its own; the shared inert signal keeps no listener',
   'past-deadline': "a deadline already past (or timeoutMs 0) is refused with reason 'deadline'",

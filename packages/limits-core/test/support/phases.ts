@@ -93,7 +93,7 @@ export function drive(
 ): Outcome {
   const clock = new SimClock();
   const random = seededRandom(seed);
-  const limiter = new Limiter({ limit: make(seed), clock, probeSlots, maxQueued: Infinity });
+  const limiter = new Limiter({ algorithm: make(seed), clock, probeSlots, maxQueued: Infinity });
   observe?.(limiter, clock);
   const violations: string[] = [];
   const violate = (what: string, check: Check = 'progress'): void => {

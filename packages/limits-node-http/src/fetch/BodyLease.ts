@@ -24,8 +24,8 @@ export class BodyLease {
   reading = false;
   /** The error a body timeout ended the body with (a reader gets it instead of a silent end). */
   timedOut: unknown = undefined;
-  /** The call's budget, ended with the body (set when this response is the one handed out). */
-  budget: { end(): void } | undefined = undefined;
+  /** The call's deadline, ended with the body (set when this response is the one handed out). */
+  deadline: { end(): void } | undefined = undefined;
   /** The call's signal, watched while the body is unread (see {@link BodyLease.watch}). */
   #signal: AbortSignal | undefined = undefined;
   readonly #onAbort = (): void => this.errored((this.#signal as AbortSignal).reason);
@@ -59,7 +59,7 @@ export class BodyLease {
     this.#timer = undefined;
     registry?.unregister(this);
     this.#signal?.removeEventListener('abort', this.#onAbort);
-    this.budget?.end();
+    this.deadline?.end();
     end(outcome);
   }
 

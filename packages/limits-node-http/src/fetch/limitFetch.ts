@@ -14,7 +14,7 @@ import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js
 import { retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
 import { BodyLease, holdBody } from './BodyLease.js';
-import { anySignal, FetchBudget } from './FetchBudget.js';
+import { anySignal, FetchDeadline } from './FetchDeadline.js';
 import {
   type LimitFetchConfig,
   type LimitFetchOptions,
@@ -65,7 +65,7 @@ const outcomes = new WeakMap<object, Outcome>();
  * @throws TypeError/RangeError for bad options, before anything is built.
  * @example
  * ```ts
- * const limiter = new Limiter({ limit: new VegasLimit(), maxQueued: 100 });
+ * const limiter = new Limiter({ algorithm: new VegasLimit(), maxQueued: 100 });
  * const api = limitFetch(fetch, { limiter, timeoutMs: 2_000 });
  * const res = await api('https://api.example.com/users/42');
  * const user = await res.json(); // the permit goes back when the body has been read
@@ -100,7 +100,7 @@ function isRequestLike(input: unknown): input is RequestLike {
   );
 }
 
-/** One call: the budget, then one attempt or several under the retry policy. */
+/** One call: the deadline, then one attempt or several under the retry policy. */
 async function call(
   c: LimitFetchConfig,
   send: Send,
@@ -114,7 +114,7 @@ async function call(
   };
   const callerSignal = init?.signal ?? req?.signal ?? undefined;
   if (callerSignal?.aborted) throw callerSignal.reason;
-  const budget = new FetchBudget(
+  const deadline = new FetchDeadline(
     c.clock,
     c.timeoutMs,
     callerSignal,
@@ -124,15 +124,15 @@ async function call(
   try {
     response =
       c.retry !== undefined && c.retryable(request) && replayable(req, init)
-        ? await retried(c, send, input, init, request, budget)
-        : await attempt(c, send, input, init, request, budget);
+        ? await retried(c, send, input, init, request, deadline)
+        : await attempt(c, send, input, init, request, deadline);
   } catch (error) {
-    budget.end();
+    deadline.end();
     throw error;
   }
   const lease = leases.get(response);
-  if (lease === undefined || lease.released) budget.end();
-  else lease.budget = budget;
+  if (lease === undefined || lease.released) deadline.end();
+  else lease.deadline = deadline;
   return response;
 }
 
@@ -162,13 +162,13 @@ function retried(
   input: unknown,
   init: RequestInit | undefined,
   request: LimitFetchRequest,
-  budget: FetchBudget,
+  deadline: FetchDeadline,
 ): Promise<Response> {
   return (c.retry as NonNullable<LimitFetchConfig['retry']>).run(
-    () => attempt(c, send, input, init, request, budget),
+    () => attempt(c, send, input, init, request, deadline),
     {
-      ...(budget.signal === undefined ? {} : { signal: budget.signal }),
-      retryIf: (result) => retryVerdict(c, request, result, budget),
+      ...(deadline.signal === undefined ? {} : { signal: deadline.signal }),
+      retryIf: (result) => retryVerdict(c, request, result, deadline),
       discard: (response) => {
         response.body?.cancel().catch(noop);
       },
@@ -185,16 +185,16 @@ function retryVerdict(
   c: LimitFetchConfig,
   request: LimitFetchRequest,
   result: AttemptResult<Response>,
-  budget: FetchBudget,
+  deadline: FetchDeadline,
 ): boolean | number {
-  if (budget.expired || budget.callerSignal?.aborted) return false;
+  if (deadline.expired || deadline.callerSignal?.aborted) return false;
   if (result.ok) {
     const outcome = outcomes.get(result.value) ?? 'ignore';
     return retryResponse(outcome, result.value.headers.get('retry-after'));
   }
   if (isRefusal(result.error)) return false;
   const error = result.error;
-  return fetchOutcome(c, { ...request, error }, budget.callerSignal) === 'dropped';
+  return fetchOutcome(c, { ...request, error }, deadline.callerSignal) === 'dropped';
 }
 
 /** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
@@ -204,21 +204,21 @@ async function attempt(
   input: unknown,
   init: RequestInit | undefined,
   request: LimitFetchRequest,
-  budget: FetchBudget,
+  deadline: FetchDeadline,
 ): Promise<Response> {
-  if (c.guard !== undefined) return guarded(c, send, input, init, request, budget);
+  if (c.guard !== undefined) return guarded(c, send, input, init, request, deadline);
   const limiter =
     typeof c.limiter === 'function'
       ? c.limiter(new URL(request.url).origin, request)
       : (c.limiter as Limiter);
   if (limiter === undefined) {
-    return send(input, budget.signal === undefined ? init : { ...init, signal: budget.signal });
+    return send(input, deadline.signal === undefined ? init : { ...init, signal: deadline.signal });
   }
   publishDiagnostics(limiter);
-  const permit = await acquire(limiter, budget);
-  const x = await exchange(c, send, input, init, request, budget.signal, budget.callerSignal);
+  const permit = await acquire(limiter, deadline);
+  const x = await exchange(c, send, input, init, request, deadline.signal, deadline.callerSignal);
   if (!x.failed && keepsBody(c, x.response as Response)) {
-    const held = holdResponse(c, x, budget, (outcome) => permit.release(outcome));
+    const held = holdResponse(c, x, deadline, (outcome) => permit.release(outcome));
     if (held !== undefined) return held;
   }
   permit.release(x.outcome);
@@ -226,10 +226,10 @@ async function attempt(
   return x.response as Response;
 }
 
-/** A permit for the attempt, within what is left of the budget. */
-async function acquire(limiter: Limiter, budget: FetchBudget): Promise<Permit> {
-  const signal = budget.signal;
-  const timeoutMs = budget.remainingMs();
+/** A permit for the attempt, within the time left before the deadline. */
+async function acquire(limiter: Limiter, deadline: FetchDeadline): Promise<Permit> {
+  const signal = deadline.signal;
+  const timeoutMs = deadline.remainingMs();
   if (timeoutMs <= 0) {
     throw new DOMException('limits: request timed out before it got a permit', 'TimeoutError');
   }
@@ -243,7 +243,7 @@ async function acquire(limiter: Limiter, budget: FetchBudget): Promise<Permit> {
     return await limiter.acquire(options);
   } catch (error) {
     // The caller gave up while queued: its reason, as fetch would reject.
-    if (budget.callerSignal?.aborted) throw budget.callerSignal.reason;
+    if (deadline.callerSignal?.aborted) throw deadline.callerSignal.reason;
     throw error;
   }
 }
@@ -255,12 +255,12 @@ async function guarded(
   input: unknown,
   init: RequestInit | undefined,
   request: LimitFetchRequest,
-  budget: FetchBudget,
+  deadline: FetchDeadline,
 ): Promise<Response> {
   const guard = c.guard as NonNullable<LimitFetchConfig['guard']>;
   publishDiagnostics(guard as unknown as LimitsSource);
-  const fired = guard.fire(new GuardedAttempt(c, send, input, init, request, budget));
-  const value = await untilAborted(fired, budget.signal);
+  const fired = guard.fire(new GuardedAttempt(c, send, input, init, request, deadline));
+  const value = await untilAborted(fired, deadline.signal);
   if (!(value instanceof Exchange)) return asFallbackResponse(value);
   if (value.failed) throw value.error;
   return value.response as Response;
@@ -274,12 +274,13 @@ class GuardedAttempt implements HttpAttempt {
     readonly input: unknown,
     readonly init: RequestInit | undefined,
     readonly request: LimitFetchRequest,
-    readonly budget: FetchBudget,
+    readonly deadline: FetchDeadline,
   ) {}
 
   async run(ctx: FetchCallContext): Promise<Exchange> {
-    const { c, budget } = this;
-    const signal = budget.signal === undefined ? ctx.signal : anySignal(budget.signal, ctx.signal);
+    const { c, deadline } = this;
+    const signal =
+      deadline.signal === undefined ? ctx.signal : anySignal(deadline.signal, ctx.signal);
     const x = await exchange(
       c,
       this.send,
@@ -287,12 +288,12 @@ class GuardedAttempt implements HttpAttempt {
       this.init,
       this.request,
       signal,
-      budget.callerSignal,
+      deadline.callerSignal,
     );
     // Without a body to hold, the guard releases the permit when this settles, with `x.outcome`.
     if (x.failed || !keepsBody(c, x.response as Response)) return x;
     const hold = ctx.hold();
-    const response = holdResponse(c, x, budget, (outcome) => hold.release(outcome));
+    const response = holdResponse(c, x, deadline, (outcome) => hold.release(outcome));
     if (response !== undefined) return new Exchange(x.outcome, false, response, undefined);
     // (A hold released while the action runs goes back when it settles.)
     hold.release(x.outcome);
@@ -346,19 +347,19 @@ function keepsBody(c: LimitFetchConfig, response: Response): boolean {
 function holdResponse(
   c: LimitFetchConfig,
   x: Exchange,
-  budget: FetchBudget,
+  deadline: FetchDeadline,
   end: (outcome: Outcome) => void,
 ): Response | undefined {
-  const lease = new BodyLease(x.outcome, budget.callerSignal, end);
+  const lease = new BodyLease(x.outcome, deadline.callerSignal, end);
   let held: Response;
   try {
     held = holdBody(x.response as Response, lease);
   } catch {
     return undefined;
   }
-  lease.watch(budget.signal);
+  lease.watch(deadline.signal);
   if (c.bodyTimeoutMs !== Infinity) {
-    lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => budget.abort(reason));
+    lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => deadline.abort(reason));
   }
   leases.set(held, lease);
   if (c.retry !== undefined) outcomes.set(held, x.outcome);

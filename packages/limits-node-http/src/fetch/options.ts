@@ -51,12 +51,12 @@ export interface LimitFetchOptions {
    */
   classify?: (result: LimitFetchResult) => Outcome | undefined;
   /**
-   * End-to-end time budget per call in ms, a number > 0 (`Infinity`: none), retries included. The
+   * End-to-end time limit per call in ms, a number > 0 (`Infinity`: none), retries included. The
    * limiter refuses at admission a call that cannot start in time and bounds its wait in the queue
    * (a `LimitExceededError`); at the deadline the request is aborted, headers or body still coming,
    * with a `TimeoutError` (`DOMException`), classified `dropped`. Merged with the caller's
    * `init.signal` (or the `Request`'s): either aborts; a caller's abort rejects with the caller's
-   * reason and is classified `ignore`. With `release: 'headers'` the budget ends at the headers.
+   * reason and is classified `ignore`. With `release: 'headers'` the time limit ends at the headers.
    * @default Infinity
    */
   timeoutMs?: number;

@@ -43,7 +43,7 @@ import type { InterceptedCall, InterceptorConfig } from './options.js';
  * States, in order: waiting (`#ticket`, or `#waitingForGuard`), admitted and dispatched (`#permit`,
  * or with a guard `#ctx`), connected (`#connection`), response started (`#statusCode` ≥ 200), and
  * the caller done once it got its final callback. What admitted the request can outlive the caller:
- * a request the time budget answered early keeps its permit until undici reports that it really
+ * a request the time limit answered early keeps its permit until undici reports that it really
  * ended.
  */
 export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt, AttemptOutcome {
@@ -110,7 +110,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     const config = this.#config;
     let acquireOptions = config.acquireOptions;
     if (deadline !== undefined) {
-      // A retried call's attempt: what is left of the call's budget (`Infinity`: none).
+      // A retried call's attempt: what is left of the call's time limit (`Infinity`: none).
       this.#deadline = deadline;
       if (deadline !== Infinity) acquireOptions = { timeoutMs: deadline - config.clock.now() };
     } else if (acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
@@ -127,7 +127,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
 
   /**
    * Fires `guard` for the request, dispatched when the guard's action runs; while it waits, the
-   * caller's abort or the time budget (running from now) answers the caller at once.
+   * caller's abort or the time limit (running from now) answers the caller at once.
    * @param deadline - as for {@link start}. @returns `true` (undici's "not busy").
    */
   startGuarded(guard: LimitFetchGuard, deadline?: number): boolean {
@@ -192,7 +192,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
    */
   run(ctx: FetchCallContext): Promise<LimitHandler> {
     this.#waitingForGuard = false;
-    // Cancelled while queued (the caller's abort, the time budget): never sent, not a sample.
+    // Cancelled while queued (the caller's abort, the time limit): never sent, not a sample.
     if (this.#cancelled) return Promise.resolve(this);
     this.#ctx = ctx;
     const settled = new Promise<LimitHandler>((resolve) => {
@@ -353,7 +353,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     this.#caller.requestSent();
   }
 
-  /** Dispatches the admitted request, under the time budget's timer. */
+  /** Dispatches the admitted request, under the time limit's timer. */
   #send(): boolean {
     if (this.#deadline !== Infinity && this.#timer === undefined) {
       const left = this.#deadline - this.#config.clock.now();
@@ -387,7 +387,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     const error = new DOMException(
       body
         ? `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`
-        : `limits: ${request} did not finish within its time budget of ${timeoutMs} ms (timeoutMs)`,
+        : `limits: ${request} did not finish within its time limit of ${timeoutMs} ms (timeoutMs)`,
       'TimeoutError',
     );
     // A body the caller stopped reading (undici paused for it) says nothing about the downstream;

@@ -92,7 +92,7 @@ export class RetryingHandler {
       if (deadline !== Infinity && deadline - this.#config.clock.now() <= 0) {
         reject(
           new DOMException(
-            `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} ran out of its time budget of ${this.#config.timeoutMs} ms (timeoutMs) before a retry`,
+            `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} ran out of its time limit of ${this.#config.timeoutMs} ms (timeoutMs) before a retry`,
             'TimeoutError',
           ),
         );
@@ -117,7 +117,7 @@ export class RetryingHandler {
    * Whether an attempt is retried (as `limitFetch` decides): a response classified `dropped` or
    * `failure`, after at least its valid `Retry-After` (never when that asks for more than a day);
    * an error classified `dropped`,
-   * unless it is a `TimeoutError` (the call's budget is spent). Refusals and the caller's abort never
+   * unless it is a `TimeoutError` (the call's time limit is spent). Refusals and the caller's abort never
    * get here (the policy stops first).
    */
   #retryIf(result: AttemptResult<Attempt>): boolean | number {

@@ -49,7 +49,7 @@ import { isReplayable, RetryingHandler } from './RetryingHandler.js';
  * import { Limiter, VegasLimit } from 'limits-core';
  * import { limitInterceptor } from 'limits-node-http';
  *
- * const limiter = new Limiter({ limit: new VegasLimit(), maxQueued: 100 });
+ * const limiter = new Limiter({ algorithm: new VegasLimit(), maxQueued: 100 });
  * const agent = new Agent().compose(limitInterceptor({ limiter, timeoutMs: 2_000 }));
  * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
  * const items = await body.json(); // the permit goes back when the body has been read
@@ -127,7 +127,7 @@ export class OriginLimiters {
 
   /**
    * The origin's limiter (`undefined`: not limited).
-   * @throws LimitExceededError (reason `limit`) when the table is full of busy limiters; whatever
+   * @throws LimitExceededError (reason `at_limit`) when the table is full of busy limiters; whatever
    *   the `limiter` function throws, or a TypeError when it returns something else than a Limiter.
    */
   for(origin: string): Limiter | undefined {
@@ -142,7 +142,7 @@ export class OriginLimiters {
     if (table.size >= this.#max && !this.#evictIdle()) {
       throw new LimitExceededError(
         `limits: no room for origin ${origin}: ${this.#max}/${this.#max} origins have work in flight (maxOrigins)`,
-        { reason: 'limit' },
+        { reason: 'at_limit' },
       );
     }
     const limiter = this.#source(origin);

@@ -89,7 +89,7 @@ export interface LimitInterceptorOptions {
    * With a function `limiter`: how many origins' answers are kept, an integer in [1, 10000]. When
    * a new origin arrives with the table full, the least recently used origin whose limiter is idle
    * (nothing in flight or queued) is forgotten; if every limiter is busy, the request is refused
-   * with a `LimitExceededError` (reason `limit`) and never sent.
+   * with a `LimitExceededError` (reason `at_limit`) and never sent.
    * @default 100
    */
   maxOrigins?: number;
@@ -102,10 +102,10 @@ export interface LimitInterceptorOptions {
    */
   classify?: (call: InterceptedCall) => Outcome | undefined;
   /**
-   * End-to-end time budget per request in ms, a number > 0 (`Infinity`: none): refused at
+   * End-to-end time limit per request in ms, a number > 0 (`Infinity`: none): refused at
    * admission when it cannot be met, bounded while queued (the limiter's `timeoutMs`), and at the
    * deadline the request is aborted (headers or body still coming) with a `TimeoutError`
-   * (`DOMException`) and released as `dropped`. With `guard` it is the one budget too (`fetchGuard`
+   * (`DOMException`) and released as `dropped`. With `guard` it is the one time limit too (`fetchGuard`
    * turns the guard's own `timeoutMs` off): it runs from the dispatch, the wait for the guard's
    * permit included (a request still waiting is answered at once and never sent); before the
    * headers it is a breaker failure.
@@ -141,7 +141,7 @@ export interface LimitInterceptorOptions {
    * error classified `dropped` (a network error) are retried, after at least their `Retry-After`
    * when it is valid (one longer than the policy's `maxDelayMs`, or than a day, ends the retries:
    * the response is passed on); a refusal by the limiter, the caller's abort and a `TimeoutError`
-   * end the call; `timeoutMs` is the budget of the whole call. Only requests that `retryable`
+   * end the call; `timeoutMs` is the time limit of the whole call. Only requests that `retryable`
    * accepts and whose body can be sent again (none, a string or bytes; not a stream) are retried.
    * The caller sees the final attempt only.
    * @default no retries
@@ -167,7 +167,7 @@ export interface InterceptorConfig {
   readonly maxOrigins: number;
   readonly classify: ((call: InterceptedCall) => Outcome | undefined) | undefined;
   readonly timeoutMs: number;
-  /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a budget. */
+  /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a time limit. */
   readonly acquireOptions: AcquireOptions | undefined;
   readonly bodyTimeoutMs: number;
   readonly releaseAtHeaders: boolean;

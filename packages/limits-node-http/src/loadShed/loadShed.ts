@@ -71,7 +71,7 @@ export type LoadShedPlugin = (
  * Load shedding at the door of a server: each request takes a permit from `limiter` (waiting in its
  * bounded queue like any caller) before the application sees it, and gives it back exactly once,
  * when the response finishes or the client disconnects, whichever comes first. A request the
- * limiter refuses (queue full, budget it cannot meet, waited too long, limiter closed) gets a 503
+ * limiter refuses (queue full, time limit it cannot meet, waited too long, limiter closed) gets a 503
  * with `Retry-After` and `{"error":"overloaded","reason":"<reason>"}`, and never reaches the
  * application. A client that disconnects while queued leaves the queue at once.
  *
@@ -97,7 +97,7 @@ export type LoadShedPlugin = (
  * @throws TypeError/RangeError for bad options, naming the option.
  * @example
  * ```ts
- * const shed = loadShed({ limiter: new Limiter({ limit: new VegasLimit(), maxQueued: 100 }) });
+ * const shed = loadShed({ limiter: new Limiter({ algorithm: new VegasLimit(), maxQueued: 100 }) });
  * app.use(shed);                                  // Express / connect
  * http.createServer(shed.wrap(handler));          // node:http
  * await fastify.register(shed.fastify);           // Fastify 5
@@ -164,7 +164,7 @@ function fastifyPlugin(
 
 /**
  * Admission at the door, whatever the framework: the request's quota first (if any), then a permit
- * from its limiter (the one limiter, or its partition's) with the budget its header carries. The
+ * from its limiter (the one limiter, or its partition's) with the time limit its header carries. The
  * request's {@link ShedCall} follows the response from then on.
  */
 class Admission {
@@ -239,7 +239,7 @@ class Admission {
     const req = call.req;
     const limiter = this.#single ?? this.#limiterOf(req, route);
     this.#diagnostics.sync();
-    const permit = limiter.acquireWith(call, this.#budget(req));
+    const permit = limiter.acquireWith(call, this.#timeLimit(req));
     // Neither granted nor queued: refused at once, and already answered.
     if (permit === undefined && call.ticket === undefined) return;
     call.admitted(permit, deferred);
@@ -255,8 +255,8 @@ class Admission {
     );
   }
 
-  /** The time budget the request's header carries, as acquire options (none without one). */
-  #budget(req: IncomingMessage): AcquireOptions | undefined {
+  /** The time limit the request's header carries, as acquire options (none without one). */
+  #timeLimit(req: IncomingMessage): AcquireOptions | undefined {
     if (this.#header === undefined) return undefined;
     const value = req.headers[this.#header];
     if (value === undefined) return undefined;
@@ -279,7 +279,7 @@ function firstSegment(path: string): string {
 const DIGITS = /^[ \t]*(\d+)[ \t]*$/;
 
 /**
- * The time budget a request header carries, in ms, or `undefined` when the value is not
+ * The time limit a request header carries, in ms, or `undefined` when the value is not
  * ASCII digits (optionally surrounded by spaces): signs, decimals, units, lists, empty values and
  * values over 64 characters are ignored. Values over `maxMs` (more than 15 digits included) are
  * capped at `maxMs`.

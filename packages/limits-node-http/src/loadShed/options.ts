@@ -32,8 +32,8 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    */
   fallbackPartition?: string;
   /**
-   * Request header carrying the caller's remaining time budget in ms, relative (as Envoy's
-   * `x-envoy-expected-rq-timeout-ms`), fed to admission as `timeoutMs`: a request whose budget
+   * Request header carrying the caller's remaining time limit in ms, relative (as Envoy's
+   * `x-envoy-expected-rq-timeout-ms`), fed to admission as `timeoutMs`: a request whose time limit
    * cannot be met given the queue ahead is refused at once, and a queued one leaves when it can no
    * longer make it. Only ASCII digits count (surrounding spaces allowed); anything else (signs,
    * decimals, units, lists, empty, over 64 characters) is ignored, as if the header were absent;
@@ -65,7 +65,7 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    * @default the request itself
    */
   quotaContext?: (req: IncomingMessage) => Ctx | undefined;
-  /** Cap on the header's budget, in ms: an integer in [1, 86_400_000]. @default 60_000 */
+  /** Cap on the header's time limit, in ms: an integer in [1, 86_400_000]. @default 60_000 */
   maxTimeoutMs?: number;
   /**
    * Cap on the `Retry-After` of the limiter's 503, in ms (written in whole seconds): an integer in

@@ -99,7 +99,7 @@ const NAME_PREFIX = /^(?:[a-zA-Z_:][a-zA-Z0-9_:]*)?$/;
  * @example
  * ```ts
  * import { register } from 'prom-client';
- * const db = new Limiter({ limit: new VegasLimit() });
+ * const db = new Limiter({ algorithm: new VegasLimit() });
  * const metrics = registerMetrics(register, db, { prefix: 'api_db_' });
  * // … api_db_inflight, api_db_calls_total{outcome="success"}, api_db_rtt_seconds_bucket …
  * metrics.unregister();
@@ -184,7 +184,7 @@ function checkClient(value: unknown): PromClient | undefined {
 }
 
 const STATES: readonly GuardCircuitState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-const FALLBACK_REASONS: readonly GuardFallbackReason[] = ['open', 'limit', 'timeout', 'error'];
+const FALLBACK_REASONS: readonly GuardFallbackReason[] = ['open', 'limiter', 'timeout', 'error'];
 
 /** Series of every limiter: suffix, help. */
 const LIMITER_SERIES = {

@@ -5,7 +5,7 @@ import { formatValue } from 'limits-core/internal';
 export type GuardCircuitState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 
 /** Why a guarded call went to the fallback (limits-breaker's `FallbackReason`). */
-export type GuardFallbackReason = 'open' | 'limit' | 'timeout' | 'error';
+export type GuardFallbackReason = 'open' | 'limiter' | 'timeout' | 'error';
 
 /**
  * What metrics and diagnostics need of a limits-breaker `Guard` (typed here so that this package

@@ -58,12 +58,22 @@ export type GuardFunction = (action: FetchAction, options?: any) => LimitFetchGu
 
 /**
  * Options of {@link fetchGuard}: limits-breaker's `GuardOptions` without `classify` (`limitFetch` and
- * `limitInterceptor` classify). `timeoutMs` defaults to `false` here: the `timeoutMs` of
- * `limitFetch` / `limitInterceptor` is the budget (it covers the queue wait and the body too). A
+ * `limitInterceptor` classify), and with `attemptTimeoutMs` in place of the guard's `timeoutMs`: the
+ * `timeoutMs` of `limitFetch` / `limitInterceptor` is the whole call's (the queue wait, every attempt
+ * and the body), `attemptTimeoutMs` one attempt's. A
  * `fallback` must return a `Response` (e.g. from a cache); for `limitInterceptor` it may also return
  * `{ statusCode, headers?, body? }` (see its `guard` option).
  */
-export type FetchGuardOptions<O> = Omit<O, 'classify'>;
+export type FetchGuardOptions<O> = Omit<O, 'classify' | 'timeoutMs'> & {
+  /**
+   * One attempt's time limit in ms, or `false` (the default): counted from the attempt's `fire()`,
+   * the wait for the guard's permit included; when it runs out the guard answers with its fallback
+   * (reason `timeout`) or a `CallTimeoutError` and aborts the request. The whole call's time limit
+   * is the `timeoutMs` of `limitFetch` / `limitInterceptor`.
+   * @default false
+   */
+  attemptTimeoutMs?: number | false;
+};
 
 const made = new WeakSet<object>();
 
@@ -91,10 +101,10 @@ function attemptOutcome(error: unknown, value: unknown): Outcome | undefined {
  *
  * @param guardFn - `guard` from limits-breaker (typed structurally: any function that builds a
  *   guard from an action and options).
- * @param options - the guard's options (limits-breaker's `GuardOptions`), except `classify`.
- *   @default `{ timeoutMs: false }`
+ * @param options - the guard's options (limits-breaker's `GuardOptions`), except `classify`, and
+ *   with `attemptTimeoutMs` in place of `timeoutMs` (checked by `guard()` as its `timeoutMs`).
  * @returns the guard, with limits-breaker's own type (`Guard`).
- * @throws TypeError when `guardFn` is not a function or `options` has `classify`; whatever
+ * @throws TypeError when `guardFn` is not a function or `options` has `classify` or `timeoutMs`; whatever
  *   `guard()` throws for a bad option.
  * @example
  * ```ts
@@ -114,14 +124,24 @@ export function fetchGuard<F extends GuardFunction>(
     );
   }
   checkObject('options', options);
-  if ((options as { classify?: unknown } | undefined)?.classify !== undefined) {
+  const { attemptTimeoutMs, ...given } = (options ?? {}) as {
+    attemptTimeoutMs?: unknown;
+    classify?: unknown;
+    timeoutMs?: unknown;
+  };
+  if (given.classify !== undefined) {
     throw new TypeError(
       'limits: fetchGuard sets the guard\'s "classify" itself; pass "classify" to limitFetch or limitInterceptor instead',
     );
   }
+  if (given.timeoutMs !== undefined) {
+    throw new TypeError(
+      'limits: fetchGuard does not take "timeoutMs": the whole call\'s time limit is the "timeoutMs" of limitFetch or limitInterceptor, and one attempt\'s is "attemptTimeoutMs"',
+    );
+  }
   const g = guardFn(runAttempt, {
-    timeoutMs: false,
-    ...options,
+    ...given,
+    timeoutMs: attemptTimeoutMs ?? false,
     classify: attemptOutcome,
   } as never) as ReturnType<F>;
   made.add(g);

@@ -55,7 +55,7 @@ const MAX_CAUSE_DEPTH = 4;
  * Outcome of an HTTP call that ended in an error instead of a response:
  * - the caller's own abort (`callerSignal` is aborted) → `ignore`: the caller gave up, which says
  *   nothing about the downstream;
- * - a timeout or an abort by our own time budget (`name` `TimeoutError` or `AbortError`), or a
+ * - a timeout or an abort by our own time limit (`name` `TimeoutError` or `AbortError`), or a
  *   network error (a code in the error or its `cause` chain such as `ECONNREFUSED`, `ECONNRESET`,
  *   `UND_ERR_SOCKET`, `UND_ERR_HEADERS_TIMEOUT`) → `dropped`;
  * - anything else (an invalid URL, a DNS name that does not exist, a bug) → `failure`.

@@ -1,11 +1,11 @@
 import type { ScriptClient } from '../luaScript.js';
 
 /**
- * The part of an ioredis client (v5 or v6, `Redis` or `Cluster`) the budget uses. Any client with
+ * The part of an ioredis client (v5 or v6, `Redis` or `Cluster`) the pool uses. Any client with
  * these methods works; limits-redis never imports ioredis itself.
  */
 export interface RedisClient extends ScriptClient {
-  /** A new connection with the same options: the budget subscribes to release messages on it. */
+  /** A new connection with the same options: the pool subscribes to release messages on it. */
   duplicate(): RedisSubscriber;
   /**
    * ioredis' connection state, when present: `"reconnecting"`, `"close"` or `"end"` fails a call at

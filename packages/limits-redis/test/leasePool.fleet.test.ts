@@ -2,14 +2,14 @@ import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisConcurrencyBudget } from '../src/index.js';
+import { RedisLeasePool } from '../src/index.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 
 // The forked workers run plain Node: they import this package compiled into node_modules/.cache
 // (so `limits-core` and `ioredis` resolve from the package's own node_modules).
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = `${root}node_modules/.cache/limits-redis-budget-test`;
-const worker = fileURLToPath(new URL('./fixtures/budget-worker.mjs', import.meta.url));
+const dist = `${root}node_modules/.cache/limits-redis-pool-test`;
+const worker = fileURLToPath(new URL('./fixtures/lease-worker.mjs', import.meta.url));
 
 let server: TestRedis;
 let admin: Redis;
@@ -40,11 +40,11 @@ const nextMessage = <T>(child: ChildProcess) =>
     child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
   });
 
-describe('RedisConcurrencyBudget across processes', () => {
-  it('4 processes with a local limit of 20 each never have more than 40 calls in flight against a budget of 40', async () => {
+describe('RedisLeasePool across processes', () => {
+  it('4 processes with a local limit of 20 each never have more than 40 calls in flight against a pool of 40', async () => {
     const name = `fleet-${Date.now()}`;
     const counter = `test:{${name}}:inflight`;
-    const leases = `limits:budget:{${name}}:leases`;
+    const leases = `limits:pool:{${name}}:leases`;
     const config = { mode: 'fleet', name, counter, localLimit: 20, globalLimit: 40, tasks: 150 };
     const workers = Array.from({ length: 4 }, () => spawnWorker(config));
     await Promise.all(workers.map((w) => nextMessage(w)));
@@ -95,30 +95,30 @@ describe('RedisConcurrencyBudget across processes', () => {
     const { held } = await nextMessage<{ held: string[] }>(holder);
     expect(held).toHaveLength(3);
     const redis = new Redis(server.port, '127.0.0.1');
-    const budget = new RedisConcurrencyBudget(redis, {
+    const pool = new RedisLeasePool(redis, {
       name,
       limit: 3,
       onFailure: 'closed',
       pollMs: 50,
     });
     try {
-      await expect(budget.acquire()).rejects.toMatchObject({ reason: 'limit' });
+      await expect(pool.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
       // Alive, the holder renews: its leases outlive their 500 ms TTL.
       await new Promise((r) => setTimeout(r, 800));
-      expect((await budget.status()).used).toBe(3);
+      expect((await pool.status()).used).toBe(3);
       holder.kill('SIGKILL');
       const killedAt = Date.now();
-      const leases = await Promise.all([1, 2, 3].map(() => budget.acquire({ maxWaitMs: 5_000 })));
+      const leases = await Promise.all([1, 2, 3].map(() => pool.acquire({ maxWaitMs: 5_000 })));
       const waited = Date.now() - killedAt;
       expect(waited).toBeGreaterThanOrEqual(150); // the last renewal was at most TTL/3 before the kill
       expect(waited).toBeLessThan(2_000);
-      expect((await budget.status()).used).toBe(3);
-      expect(await redis.zrange(`limits:budget:{${name}}:leases`, 0, -1)).toEqual(
+      expect((await pool.status()).used).toBe(3);
+      expect(await redis.zrange(`limits:pool:{${name}}:leases`, 0, -1)).toEqual(
         expect.not.arrayContaining(held.map((id) => `${id}#1`)),
       );
       await Promise.all(leases.map((l) => l.release()));
     } finally {
-      await budget.close();
+      await pool.close();
       redis.disconnect();
     }
   });

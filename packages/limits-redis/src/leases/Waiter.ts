@@ -4,7 +4,7 @@ import type { ResolvedAcquire } from './options.js';
 /** @internal One acquire in progress: its first attempt, then its wait for a release. */
 export interface Waiter {
   readonly o: ResolvedAcquire;
-  /** When the acquire started (budget clock). */
+  /** When the acquire started (pool clock). */
   readonly start: number;
   resolve(lease: Lease): void;
   reject(error: unknown): void;

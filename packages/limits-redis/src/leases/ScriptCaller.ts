@@ -5,7 +5,7 @@ import { RedisDownError, RedisTimeoutError } from './errors.js';
 import type { RedisClient } from './RedisClient.js';
 
 /**
- * @internal Runs the budget's scripts on its keys, each call bounded by a timeout, and tracks
+ * @internal Runs the pool's scripts on its keys, each call bounded by a timeout, and tracks
  * whether Redis is down. A client that says it lost its connection (ioredis `status`
  * `"reconnecting"`, `"close"` or `"end"`) fails the call at once. While it is down, one call at a time, at most one per `probeEveryMs`, goes
  * to Redis (the probe); the others fail at once with {@link RedisDownError} instead of each waiting

@@ -1,4 +1,4 @@
-/** What a lease reports back to: its budget. */
+/** What a lease reports back to: its pool. */
 export interface LeaseOwner {
   /** @internal */
   _releaseLease(lease: Lease): Promise<boolean>;
@@ -7,13 +7,13 @@ export interface LeaseOwner {
 const NOT_HELD = Promise.resolve(false);
 
 /**
- * One unit (or `cost` units) of a {@link RedisConcurrencyBudget}, held across the fleet until
- * `release()`. While held, the budget renews it automatically; a lease whose renewal finds it gone
+ * One unit (or `cost` units) of a {@link RedisLeasePool}, held across the fleet until
+ * `release()`. While held, the pool renews it automatically; a lease whose renewal finds it gone
  * (its holder stalled or Redis was down for longer than the TTL) is marked `lost`, its `signal`
- * aborts, and the budget emits `leaseLost`. Release exactly once, when the work really ends: later
- * calls do nothing. `using lease = await budget.acquire()` releases it at the end of the block. A
+ * aborts, and the pool emits `leaseLost`. Release exactly once, when the work really ends: later
+ * calls do nothing. `using lease = await pool.acquire()` releases it at the end of the block. A
  * lease garbage-collected before `release()` is released then (its units go back to the fleet) and
- * reported: the budget's `leak` event, and once per budget a process warning (`LIMITS_LEASE_LEAK`).
+ * reported: the pool's `leak` event, and once per pool a process warning (`LIMITS_LEASE_LEAK`).
  */
 export class Lease {
   /** Unique id of the lease (this instance's id and a sequence number). */
@@ -25,7 +25,7 @@ export class Lease {
    * Redis failed: only local limits protected that call.
    */
   readonly backed: boolean;
-  /** When it was granted, in the budget's clock (ms). */
+  /** When it was granted, in the pool's clock (ms). */
   readonly acquiredAt: number;
   /** @internal The sorted-set member: `<id>#<cost>`. */
   readonly member: string;
@@ -33,7 +33,7 @@ export class Lease {
   #lost = false;
   #controller: AbortController | undefined;
 
-  /** @internal Leases are made by a budget. */
+  /** @internal Leases are made by a pool. */
   constructor(owner: LeaseOwner, id: string, cost: number, backed: boolean, acquiredAt: number) {
     this.#owner = owner;
     this.id = id;
@@ -43,7 +43,7 @@ export class Lease {
     this.member = `${id}#${cost}`;
   }
 
-  /** True once `release()` was called (or the budget closed). */
+  /** True once `release()` was called (or the pool closed). */
   get released(): boolean {
     return this.#owner === undefined;
   }
@@ -62,7 +62,7 @@ export class Lease {
 
   /**
    * Gives the units back to the fleet (one Redis round trip) and wakes waiters. Never rejects: when
-   * Redis fails, the budget retries in the background and the lease's TTL frees it at the latest.
+   * Redis fails, the pool retries in the background and the lease's TTL frees it at the latest.
    * @returns whether Redis still held the lease (false after an expiry, a failure, or a second call).
    */
   release(): Promise<boolean> {
@@ -84,7 +84,7 @@ export class Lease {
     this.#controller?.abort(lostReason(this));
   }
 
-  /** @internal Marks the lease released without a round trip (the budget released it itself). */
+  /** @internal Marks the lease released without a round trip (the pool released it itself). */
   _detach(): void {
     this.#owner = undefined;
   }

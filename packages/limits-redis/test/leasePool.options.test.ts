@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { budgetKeys } from '../src/budget/keys.js';
-import { RedisConcurrencyBudget } from '../src/index.js';
+import { RedisLeasePool } from '../src/index.js';
+import { poolKeys } from '../src/leases/keys.js';
 
 /** A client that must never be called: option checks happen before any Redis call. */
 const redis = {
@@ -12,14 +12,14 @@ const redis = {
 };
 const base = { name: 'db', limit: 4, onFailure: 'closed' } as const;
 const make = (extra: Record<string, unknown>, client: unknown = redis) =>
-  new RedisConcurrencyBudget(client as never, { ...base, ...extra } as never);
+  new RedisLeasePool(client as never, { ...base, ...extra } as never);
 
-describe('RedisConcurrencyBudget options', () => {
+describe('RedisLeasePool options', () => {
   it('refuses to construct without an explicit failure policy, saying what to choose', () => {
     expect(() => make({ onFailure: undefined })).toThrow(
       /option "onFailure" is required: "open" .* or "closed"/,
     );
-    expect(() => new RedisConcurrencyBudget(redis as never, undefined as never)).toThrow(
+    expect(() => new RedisLeasePool(redis as never, undefined as never)).toThrow(
       /needs options \{ name, limit, onFailure \}/,
     );
   });
@@ -34,7 +34,7 @@ describe('RedisConcurrencyBudget options', () => {
   });
 
   it('refuses a missing or bad redis client, name and limit', () => {
-    expect(() => make({}, null)).toThrow(/RedisConcurrencyBudget needs an ioredis client/);
+    expect(() => make({}, null)).toThrow(/RedisLeasePool needs an ioredis client/);
     expect(() => make({}, {})).toThrow(TypeError);
     expect(() => make({ redis })).toThrow(/unknown option "redis"/);
     expect(() => make({ name: undefined })).toThrow(/option "name" must be a non-empty string/);
@@ -65,24 +65,24 @@ describe('RedisConcurrencyBudget options', () => {
   });
 
   it('rejects bad acquire options before any Redis call', async () => {
-    const budget = make({});
-    await expect(budget.acquire({ cots: 1 } as never)).rejects.toThrow(/did you mean "cost"/);
-    await expect(budget.acquire({ cost: 0 })).rejects.toThrow(RangeError);
-    await expect(budget.acquire({ cost: 1.5 })).rejects.toThrow(RangeError);
-    await expect(budget.acquire({ maxWaitMs: -1 })).rejects.toThrow(RangeError);
-    await expect(budget.acquire({ timeoutMs: 0 })).rejects.toThrow(RangeError);
-    await expect(budget.acquire({ signal: {} as never })).rejects.toThrow(TypeError);
-    expect(budget.waiting).toBe(0);
+    const pool = make({});
+    await expect(pool.acquire({ cots: 1 } as never)).rejects.toThrow(/did you mean "cost"/);
+    await expect(pool.acquire({ cost: 0 })).rejects.toThrow(RangeError);
+    await expect(pool.acquire({ cost: 1.5 })).rejects.toThrow(RangeError);
+    await expect(pool.acquire({ maxWaitMs: -1 })).rejects.toThrow(RangeError);
+    await expect(pool.acquire({ timeoutMs: 0 })).rejects.toThrow(RangeError);
+    await expect(pool.acquire({ signal: {} as never })).rejects.toThrow(TypeError);
+    expect(pool.waiting).toBe(0);
   });
 
-  it('refuses a cost above the limit, an aborted signal and a closed budget without a Redis call', async () => {
-    const budget = make({});
-    await expect(budget.acquire({ cost: 5 })).rejects.toMatchObject({ reason: 'too_large' });
-    await expect(budget.acquire({ signal: AbortSignal.abort() })).rejects.toMatchObject({
+  it('refuses a cost above the limit, an aborted signal and a closed pool without a Redis call', async () => {
+    const pool = make({});
+    await expect(pool.acquire({ cost: 5 })).rejects.toMatchObject({ reason: 'too_large' });
+    await expect(pool.acquire({ signal: AbortSignal.abort() })).rejects.toMatchObject({
       reason: 'aborted',
     });
-    await budget.close();
-    await expect(budget.acquire()).rejects.toMatchObject({ reason: 'closed' });
+    await pool.close();
+    await expect(pool.acquire()).rejects.toMatchObject({ reason: 'closed' });
   });
 
   it('refuses to wrap something that is not a limiter', () => {
@@ -90,18 +90,18 @@ describe('RedisConcurrencyBudget options', () => {
   });
 });
 
-describe('budget keys', () => {
+describe('pool keys', () => {
   it('share one hash tag, so every script touches one Cluster slot', () => {
-    const k = budgetKeys('limits:budget', 'orders-db');
-    expect(k.leases).toBe('limits:budget:{orders-db}:leases');
-    expect(k.used).toBe('limits:budget:{orders-db}:used');
+    const k = poolKeys('limits:pool', 'orders-db');
+    expect(k.leases).toBe('limits:pool:{orders-db}:leases');
+    expect(k.used).toBe('limits:pool:{orders-db}:used');
   });
 
   it('encode a name so it cannot close the hash tag or reach another key', () => {
-    const k = budgetKeys('p', 'a}:{b%');
+    const k = poolKeys('p', 'a}:{b%');
     expect(k.leases).toBe('p:{a%7D%3A%7Bb%25}:leases');
-    expect(budgetKeys('p', "x y!*'()é").used).toBe('p:{x%20y%21%2A%27%28%29%C3%A9}:used');
-    expect(budgetKeys('p', 'a}').leases).not.toBe(budgetKeys('p', 'a%7D').leases);
-    expect(() => budgetKeys('p', '\ud800')).toThrow(TypeError);
+    expect(poolKeys('p', "x y!*'()é").used).toBe('p:{x%20y%21%2A%27%28%29%C3%A9}:used');
+    expect(poolKeys('p', 'a}').leases).not.toBe(poolKeys('p', 'a%7D').leases);
+    expect(() => poolKeys('p', '\ud800')).toThrow(TypeError);
   });
 });

@@ -1,15 +1,15 @@
 import { EventEmitter } from 'node:events';
-import type { BudgetEvents } from './events.js';
+import type { LeasePoolEvents } from './events.js';
 
-/** The budget's events, emitted so that a listener's error never reaches its callers. */
-export class BudgetEmitter extends EventEmitter<BudgetEvents> {
+/** The pool's events, emitted so that a listener's error never reaches its callers. */
+export class LeasePoolEmitter extends EventEmitter<LeasePoolEvents> {
   /**
-   * @internal Emits `event`; a listener that throws never reaches the budget's callers: its error goes to the
+   * @internal Emits `event`; a listener that throws never reaches the pool's callers: its error goes to the
    * `error` event, else is rethrown on a microtask (as limits-core's limiter does).
    */
-  protected emitSafely<E extends Exclude<keyof BudgetEvents, 'error'>>(
+  protected emitSafely<E extends Exclude<keyof LeasePoolEvents, 'error'>>(
     event: E,
-    payload: BudgetEvents[E][0],
+    payload: LeasePoolEvents[E][0],
   ): void {
     try {
       (this.emit as (e: E, p: unknown) => boolean)(event, payload);

@@ -1,5 +1,5 @@
 /**
- * Leases and budgeted permits dropped without release(): reclaimed when garbage-collected (the
+ * Leases and leased permits dropped without release(): reclaimed when garbage-collected (the
  * collector is forced with `gc()`, as limits-core's leaked-permit tests do), on a real Redis.
  */
 import { setFlagsFromString } from 'node:v8';
@@ -7,12 +7,8 @@ import { runInNewContext } from 'node:vm';
 import { Redis } from 'ioredis';
 import { Limiter } from 'limits-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  type BudgetLeakEvent,
-  RedisConcurrencyBudget,
-  type RedisConcurrencyBudgetOptions,
-} from '../src/index.js';
-import { waitFor } from './support/budget.js';
+import { type LeaseLeakEvent, RedisLeasePool, type RedisLeasePoolOptions } from '../src/index.js';
+import { waitFor } from './support/leasePool.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 
 setFlagsFromString('--expose-gc');
@@ -37,12 +33,12 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe('RedisConcurrencyBudget leases dropped without release()', () => {
-  const open: RedisConcurrencyBudget[] = [];
+describe('RedisLeasePool leases dropped without release()', () => {
+  const open: RedisLeasePool[] = [];
   let n = 0;
-  /** A budget whose leases outlive the test unless released (a long TTL), renewed every 20 ms. */
-  const budget = (o: Partial<RedisConcurrencyBudgetOptions> = {}) => {
-    const b = new RedisConcurrencyBudget(redis, {
+  /** A pool whose leases outlive the test unless released (a long TTL), renewed every 20 ms. */
+  const pool = (o: Partial<RedisLeasePoolOptions> = {}) => {
+    const b = new RedisLeasePool(redis, {
       name: `leak${++n}-${Math.random().toString(36).slice(2)}`,
       limit: 1,
       onFailure: 'closed',
@@ -66,8 +62,8 @@ describe('RedisConcurrencyBudget leases dropped without release()', () => {
   });
 
   it('gives the units of a collected lease back to the fleet, reports it on leak and warns once', async () => {
-    const b = budget({ limit: 2 });
-    const leaks: BudgetLeakEvent[] = [];
+    const b = pool({ limit: 2 });
+    const leaks: LeaseLeakEvent[] = [];
     b.on('leak', (e) => leaks.push(e));
     const ids: string[] = [];
     b.on('acquire', (e) => ids.push(e.id));
@@ -89,20 +85,20 @@ describe('RedisConcurrencyBudget leases dropped without release()', () => {
     await again.release();
   });
 
-  it('gives back both halves of a BudgetedPermit dropped without an outcome', async () => {
-    const b = budget();
+  it('gives back both halves of a LeasedPermit dropped without an outcome', async () => {
+    const b = pool();
     const limiter = new Limiter({ limit: 1 });
-    const budgetLeaks: BudgetLeakEvent[] = [];
+    const poolLeaks: LeaseLeakEvent[] = [];
     const permitLeaks: unknown[] = [];
-    b.on('leak', (e) => budgetLeaks.push(e));
+    b.on('leak', (e) => poolLeaks.push(e));
     limiter.on('leak', (e) => permitLeaks.push(e));
     const db = b.wrap(limiter);
     await (async () => {
       await db.acquire();
     })();
     expect(limiter.inflight).toBe(1);
-    await collect(() => budgetLeaks.length > 0 && permitLeaks.length > 0);
-    expect(budgetLeaks).toHaveLength(1);
+    await collect(() => poolLeaks.length > 0 && permitLeaks.length > 0);
+    expect(poolLeaks).toHaveLength(1);
     expect(permitLeaks).toHaveLength(1);
     expect(limiter.inflight).toBe(0);
     await waitFor('the lease back in Redis', async () => (await b.status()).used === 0);
@@ -111,8 +107,8 @@ describe('RedisConcurrencyBudget leases dropped without release()', () => {
   });
 
   it('close() gives back a lease collected before its finalizer ran, and reports it once', async () => {
-    const b = budget();
-    const leaks: BudgetLeakEvent[] = [];
+    const b = pool();
+    const leaks: LeaseLeakEvent[] = [];
     b.on('leak', (e) => leaks.push(e));
     const ref = await (async () => new WeakRef(await b.acquire()))();
     // close() runs right after the collection, in the same task: before the finalizer can.
@@ -127,12 +123,12 @@ describe('RedisConcurrencyBudget leases dropped without release()', () => {
     await collect(() => false, 10);
     expect(leaks).toHaveLength(1);
     expect(b.held).toBe(0);
-    expect(await redis.zcard(`limits:budget:{${b.name}}:leases`)).toBe(0);
+    expect(await redis.zcard(`limits:pool:{${b.name}}:leases`)).toBe(0);
   });
 
   it('does not report a lease that was released, or one found lost at renewal, when it is collected', async () => {
-    const b = budget();
-    const leaks: BudgetLeakEvent[] = [];
+    const b = pool();
+    const leaks: LeaseLeakEvent[] = [];
     const lost: string[] = [];
     b.on('leak', (e) => leaks.push(e));
     b.on('leaseLost', (e) => lost.push(e.id));
@@ -142,7 +138,7 @@ describe('RedisConcurrencyBudget leases dropped without release()', () => {
     })();
     await (async () => {
       const lease = await b.acquire();
-      await redis.zrem(`limits:budget:{${b.name}}:leases`, lease.member);
+      await redis.zrem(`limits:pool:{${b.name}}:leases`, lease.member);
       await waitFor('the renewal to notice', () => lease.lost);
     })();
     expect(lost).toHaveLength(1);

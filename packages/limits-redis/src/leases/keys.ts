@@ -1,12 +1,12 @@
 import { encodeKeyPart } from '../quota/encodeKeyPart.js';
 
 /**
- * @internal The budget's Redis names, `<prefix>:{<name>}:leases`, `…:used` and the channel
+ * @internal The pool's Redis names, `<prefix>:{<name>}:leases`, `…:used` and the channel
  * `…:released`: all share the hash tag `{<name>}` (percent-encoded, so it has no braces and no other
- * budget's name can reach it), so a script touches one Cluster slot. `prefix` has no braces (checked).
+ * pool's name can reach it), so a script touches one Cluster slot. `prefix` has no braces (checked).
  * @throws TypeError for a name with a lone surrogate.
  */
-export function budgetKeys(
+export function poolKeys(
   prefix: string,
   name: string,
 ): { leases: string; used: string; channel: string } {

@@ -1,31 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, LimitExceededError, Limiter, RejectReason } from 'limits-core';
-import { BudgetEmitter } from './BudgetEmitter.js';
-import { BudgetedLimiter } from './BudgetedLimiter.js';
-import { type BudgetOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
+import { type LeasePoolOperation, RedisTimeoutError, RedisUnavailableError } from './errors.js';
 import type { HeldLease } from './HeldLease.js';
-import { budgetKeys } from './keys.js';
+import { poolKeys } from './keys.js';
 import { Lease, type LeaseOwner } from './Lease.js';
+import { LeasedLimiter } from './LeasedLimiter.js';
+import { LeasePoolEmitter } from './LeasePoolEmitter.js';
 import { warnLeakedLease } from './leakWarning.js';
 import { Maintenance } from './Maintenance.js';
 import {
-  type BudgetAcquireOptions,
   type FailurePolicy,
-  type RedisConcurrencyBudgetOptions,
+  type LeaseAcquireOptions,
+  type RedisLeasePoolOptions,
   type ResolvedAcquire,
-  type ResolvedBudgetOptions,
+  type ResolvedLeasePoolOptions,
   resolveAcquire,
-  resolveBudgetOptions,
+  resolveLeasePoolOptions,
 } from './options.js';
 import type { RedisClient } from './RedisClient.js';
 import { refusal } from './refusal.js';
 import { ScriptCaller } from './ScriptCaller.js';
-import { budgetScripts } from './scripts.js';
+import { poolScripts } from './scripts.js';
 import { newWaiter, type Waiter } from './Waiter.js';
 import { WaitList } from './WaitList.js';
 
-/** Units in use and leases held across the fleet, from {@link RedisConcurrencyBudget.status}. */
-export interface BudgetStatus {
+/** Units in use and leases held across the fleet, from {@link RedisLeasePool.status}. */
+export interface LeasePoolStatus {
   used: number;
   leases: number;
   limit: number;
@@ -39,23 +39,23 @@ export interface BudgetStatus {
  * wait are woken by a pub/sub message on each release (a second connection), with a bounded
  * fallback poll. When Redis fails or is slower than `timeoutMs`, `onFailure` decides, an event
  * reports it, and no call waits past its bounds. Compose it with a local {@link Limiter} with
- * {@link RedisConcurrencyBudget.wrap}.
+ * {@link RedisLeasePool.wrap}.
  *
  * @example
  * ```ts
- * const budget = new RedisConcurrencyBudget(redis, { name: 'orders-db', limit: 40, onFailure: 'open' });
- * const db = budget.wrap(new Limiter({ limit: new VegasLimit({ maxLimit: 20 }) }));
+ * const pool = new RedisLeasePool(redis, { name: 'orders-db', limit: 40, onFailure: 'open' });
+ * const db = pool.wrap(new Limiter({ algorithm: new VegasLimit({ maxLimit: 20 }) }));
  * const rows = await db.run(() => pool.query(sql), { timeoutMs: 500 });
  * ```
  */
-export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner {
-  /** The budget's name (shared by the fleet). */
+export class RedisLeasePool extends LeasePoolEmitter implements LeaseOwner {
+  /** The pool's name (shared by the fleet). */
   readonly name: string;
   /** Units that may be in flight across the fleet. */
   readonly limit: number;
   /** What happens when Redis fails: `'open'` or `'closed'`. */
   readonly onFailure: FailurePolicy;
-  readonly #o: ResolvedBudgetOptions;
+  readonly #o: ResolvedLeasePoolOptions;
   readonly #clock: Clock;
   readonly #calls: ScriptCaller;
   readonly #instance = randomBytes(6).toString('hex');
@@ -69,21 +69,21 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
 
   /**
    * @param redis - an ioredis 5 or 6 `Redis` or `Cluster` (or any {@link RedisClient}), owned by the
-   *   caller: the budget never closes it. The budget opens one more connection with
+   *   caller: the pool never closes it. The pool opens one more connection with
    *   `redis.duplicate()` the first time a caller waits (pub/sub), and closes it in `close()`.
-   * @param options - see {@link RedisConcurrencyBudgetOptions}; `name`, `limit` and `onFailure` are
+   * @param options - see {@link RedisLeasePoolOptions}; `name`, `limit` and `onFailure` are
    *   required.
    * @throws TypeError/RangeError naming the option, before anything is built.
    */
-  constructor(redis: RedisClient, options: RedisConcurrencyBudgetOptions) {
+  constructor(redis: RedisClient, options: RedisLeasePoolOptions) {
     super();
-    const o = resolveBudgetOptions(redis, options);
+    const o = resolveLeasePoolOptions(redis, options);
     this.#o = o;
     this.#clock = o.clock;
     this.name = o.name;
     this.limit = o.limit;
     this.onFailure = o.onFailure;
-    const k = budgetKeys(o.prefix, o.name);
+    const k = poolKeys(o.prefix, o.name);
     const onRecovered = (downMs: number) => {
       if (this.listenerCount('redisRecovered') > 0) this.emitSafely('redisRecovered', { downMs });
     };
@@ -103,7 +103,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     return this.#maintenance.held.size;
   }
 
-  /** The default wait of an acquire when the budget is full, in ms. */
+  /** The default wait of an acquire when the pool is full, in ms. */
   get maxWaitMs(): number {
     return this.#o.maxWaitMs;
   }
@@ -114,17 +114,17 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   }
 
   /**
-   * Takes a lease of `cost` units (one Redis round trip). When the budget is full, waits up to
+   * Takes a lease of `cost` units (one Redis round trip). When the pool is full, waits up to
    * `maxWaitMs` for a release (woken by pub/sub), leaving at once on `signal`. Callers of one
    * instance are served in arrival order: a call that may wait queues behind this instance's
    * waiters without a Redis call.
    * @returns the lease; release it when the work really ends.
-   * @throws (as a rejected promise) LimitExceededError with reason `limit` (full, no wait), `expired`
+   * @throws (as a rejected promise) LimitExceededError with reason `at_limit` (full, no wait), `expired`
    *   (full for the whole wait), `aborted`, `too_large` (cost > limit) or `closed`;
    *   {@link RedisUnavailableError} when Redis fails and `onFailure` is `'closed'`; TypeError/
    *   RangeError for bad options, before anything changes.
    */
-  acquire(options?: BudgetAcquireOptions): Promise<Lease> {
+  acquire(options?: LeaseAcquireOptions): Promise<Lease> {
     let o: ResolvedAcquire;
     try {
       o = resolveAcquire(options, this.#o);
@@ -157,11 +157,11 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   /**
    * Runs `task` under a lease: acquires, calls `task(signal)` (the lease's signal, aborted if the
    * lease is lost) and releases when the task's promise settles.
-   * @throws what {@link RedisConcurrencyBudget.acquire} throws, or what the task threw.
+   * @throws what {@link RedisLeasePool.acquire} throws, or what the task threw.
    */
   async run<T>(
     task: (signal: AbortSignal) => T | PromiseLike<T>,
-    options?: BudgetAcquireOptions,
+    options?: LeaseAcquireOptions,
   ): Promise<T> {
     const lease = await this.acquire(options);
     try {
@@ -172,21 +172,21 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   }
 
   /**
-   * Puts this budget behind a local limiter: each call takes a local permit first, then a lease, so
+   * Puts this pool behind a local limiter: each call takes a local permit first, then a lease, so
    * a process never has more lease requests in flight than its local limit. Costs one Redis round
    * trip per acquire and one per release.
    */
-  wrap(limiter: Limiter): BudgetedLimiter {
-    return new BudgetedLimiter(this, limiter, () => this.#clock.now());
+  wrap(limiter: Limiter): LeasedLimiter {
+    return new LeasedLimiter(this, limiter, () => this.#clock.now());
   }
 
   /**
    * Units in use and leases held across the fleet (reclaiming expired ones first).
    * @throws RedisUnavailableError when Redis fails (whatever the policy).
    */
-  async status(): Promise<BudgetStatus> {
+  async status(): Promise<LeasePoolStatus> {
     try {
-      const r = (await this.#calls.call(budgetScripts.status, [], this.#o.timeoutMs)) as number[];
+      const r = (await this.#calls.call(poolScripts.status, [], this.#o.timeoutMs)) as number[];
       return { used: Number(r[0]), leases: Number(r[1]), limit: this.limit };
     } catch (error) {
       throw this.#failed('status', error);
@@ -226,12 +226,12 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   #giveBack(lease: HeldLease): Promise<boolean> {
     const heldMs = this.#clock.now() - lease.acquiredAt;
     const args = [lease.member, this.#instance];
-    const done = this.#calls.call(budgetScripts.release, args, this.#o.timeoutMs).then(
+    const done = this.#calls.call(poolScripts.release, args, this.#o.timeoutMs).then(
       (r) => {
         const removed = Number((r as number[])[0]) === 1;
         // Waiters here are woken by the reply, not by the message: the message names this instance,
         // which ignores it (one attempt per freed unit, not two). Not before the reply either: an
-        // attempt could overtake a release sent again after NOSCRIPT, and find the budget full.
+        // attempt could overtake a release sent again after NOSCRIPT, and find the pool full.
         this.#waiters.wake(lease.cost);
         this.#emitRelease(lease, heldMs, removed);
         return removed;
@@ -254,7 +254,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     const member = `${this.#instance}:${++this.#seq}#${w.o.cost}`;
     const args = [member, w.o.cost, this.limit, this.#o.leaseTtlMs];
     const onLate = (r: unknown) => this.#releaseLate(r, member);
-    const call = this.#calls.call(budgetScripts.acquire, args, w.o.timeoutMs, onLate).then(
+    const call = this.#calls.call(poolScripts.acquire, args, w.o.timeoutMs, onLate).then(
       (r) => {
         w.attempting = false;
         const [granted, used] = r as [number, number];
@@ -289,7 +289,10 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   #refused(w: Waiter): void {
     const waited = this.#clock.now() - w.start;
     if (w.o.maxWaitMs === 0 || waited >= w.o.maxWaitMs) {
-      this.#settle(w, this.#refusal(w.o.maxWaitMs === 0 ? 'limit' : 'expired', w.o.cost, w.used));
+      this.#settle(
+        w,
+        this.#refusal(w.o.maxWaitMs === 0 ? 'at_limit' : 'expired', w.o.cost, w.used),
+      );
       return;
     }
     this.#waiters.add(w);
@@ -374,7 +377,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
   }
 
   /** Records a failure (event each time) and returns the error an `onFailure: 'closed'` call rejects with. */
-  #failed(operation: BudgetOperation, error: unknown): RedisUnavailableError {
+  #failed(operation: LeasePoolOperation, error: unknown): RedisUnavailableError {
     this.#calls.failed(error);
     const timedOut = error instanceof RedisTimeoutError;
     if (this.listenerCount('redisFailure') > 0) {
@@ -382,7 +385,7 @@ export class RedisConcurrencyBudget extends BudgetEmitter implements LeaseOwner 
     }
     const why = error instanceof Error ? error.message : String(error);
     return new RedisUnavailableError(
-      `limits: budget "${this.name}": Redis ${operation} failed (${why})`,
+      `limits: pool "${this.name}": Redis ${operation} failed (${why})`,
       operation,
       timedOut,
       error,

@@ -1,14 +1,14 @@
 import { luaScript as script } from '../luaScript.js';
 
 /**
- * The budget's Lua scripts. Every script starts with the same prologue: it reads Redis `TIME` (one
+ * The pool's Lua scripts. Every script starts with the same prologue: it reads Redis `TIME` (one
  * clock for every instance), reclaims the leases whose expiry has passed (a crashed holder's lease
  * frees itself) and publishes the units that freed, so waiters elsewhere wake up.
  *
  * Keys (one hash tag, so one Cluster slot): KEYS[1] a sorted set of leases scored by expiry (ms,
  * Redis time), members `<lease id>#<cost>`; KEYS[2] the units in use (the sum of the members' costs,
  * rebuilt from the set if it is ever missing). ARGV[1] is the channel a release publishes on.
- * Both keys expire 1 s after the last lease: an abandoned budget leaves nothing behind.
+ * Both keys expire 1 s after the last lease: an abandoned pool leaves nothing behind.
  */
 const PROLOGUE = `
 local leases, used, channel = KEYS[1], KEYS[2], ARGV[1]
@@ -92,8 +92,8 @@ const STATUS = `${PROLOGUE}
 return {inuse, redis.call('ZCARD', leases)}
 `;
 
-/** @internal The budget's scripts. */
-export const budgetScripts = {
+/** @internal The pool's scripts. */
+export const poolScripts = {
   acquire: script(ACQUIRE),
   release: script(RELEASE),
   renew: script(RENEW),

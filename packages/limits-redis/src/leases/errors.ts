@@ -1,17 +1,17 @@
 import { LimitsError } from 'limits-core';
 
-/** What the budget was doing when Redis failed. */
-export type BudgetOperation = 'acquire' | 'release' | 'renew' | 'status';
+/** What the pool was doing when Redis failed. */
+export type LeasePoolOperation = 'acquire' | 'release' | 'renew' | 'status';
 
 /**
- * Redis failed or did not answer within `timeoutMs`, and the budget's `onFailure` is
+ * Redis failed or did not answer within `timeoutMs`, and the pool's `onFailure` is
  * `'closed'`: the call is refused. `code` is `REDIS_UNAVAILABLE`; `cause` is the client's error
  * (or the timeout).
  */
 export class RedisUnavailableError extends LimitsError {
   static readonly code = 'REDIS_UNAVAILABLE';
   /** The operation that failed. */
-  readonly operation: BudgetOperation;
+  readonly operation: LeasePoolOperation;
   /** Redis did not answer within the timeout (as opposed to answering with an error). */
   readonly timedOut: boolean;
 
@@ -21,7 +21,7 @@ export class RedisUnavailableError extends LimitsError {
    * @param timedOut - whether it timed out.
    * @param cause - the underlying error.
    */
-  constructor(message: string, operation: BudgetOperation, timedOut: boolean, cause?: unknown) {
+  constructor(message: string, operation: LeasePoolOperation, timedOut: boolean, cause?: unknown) {
     super(RedisUnavailableError.code, message, cause === undefined ? undefined : { cause });
     this.name = 'RedisUnavailableError';
     this.operation = operation;

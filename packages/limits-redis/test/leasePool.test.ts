@@ -3,13 +3,13 @@ import { Redis as Redis6 } from 'ioredis6';
 import { Limiter } from 'limits-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type BudgetRedisFailureEvent,
   type Lease,
-  RedisConcurrencyBudget,
-  type RedisConcurrencyBudgetOptions,
+  type RedisFailureEvent,
+  RedisLeasePool,
+  type RedisLeasePoolOptions,
   RedisUnavailableError,
 } from '../src/index.js';
-import { abortListeners, deferred, FakeClock, resources, waitFor } from './support/budget.js';
+import { abortListeners, deferred, FakeClock, resources, waitFor } from './support/leasePool.js';
 import { startRedis, type TestRedis } from './support/redis.js';
 
 type Client = InstanceType<typeof Redis5>;
@@ -35,13 +35,13 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', ({ make }) => {
+describe.each(clients)('RedisLeasePool on a real Redis with $version', ({ make }) => {
   let redis: Client;
   let admin: Client;
-  const open: RedisConcurrencyBudget[] = [];
+  const open: RedisLeasePool[] = [];
   let n = 0;
-  const budget = (o: Partial<RedisConcurrencyBudgetOptions> = {}, client = redis) => {
-    const b = new RedisConcurrencyBudget(client, {
+  const pool = (o: Partial<RedisLeasePoolOptions> = {}, client = redis) => {
+    const b = new RedisLeasePool(client, {
       name: `b${++n}-${Math.random().toString(36).slice(2)}`,
       limit: 2,
       onFailure: 'closed',
@@ -50,8 +50,8 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     open.push(b);
     return b;
   };
-  const leasesKey = (b: RedisConcurrencyBudget) => `limits:budget:{${b.name}}:leases`;
-  const zcard = (b: RedisConcurrencyBudget) => admin.zcard(leasesKey(b));
+  const leasesKey = (b: RedisLeasePool) => `limits:pool:{${b.name}}:leases`;
+  const zcard = (b: RedisLeasePool) => admin.zcard(leasesKey(b));
 
   beforeAll(() => {
     redis = make(server.port);
@@ -66,12 +66,12 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('grants leases up to the limit and refuses the next one with reason limit', async () => {
-    const b = budget();
+    const b = pool();
     const l1 = await b.acquire();
     const l2 = await b.acquire();
     expect(await zcard(b)).toBe(2);
     const refused = await b.acquire().catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'limit' });
+    expect(refused).toMatchObject({ code: 'LIMIT_EXCEEDED', reason: 'at_limit' });
     expect(String(refused)).toContain('2/2 units in use');
     expect(await l1.release()).toBe(true);
     expect(await l1.release()).toBe(false); // the first release wins
@@ -79,13 +79,13 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(await b.status()).toEqual({ used: 2, leases: 2, limit: 2 });
     await l2.release();
     await l3.release();
-    expect(await admin.exists(leasesKey(b), `limits:budget:{${b.name}}:used`)).toBe(0);
+    expect(await admin.exists(leasesKey(b), `limits:pool:{${b.name}}:used`)).toBe(0);
   });
 
   it('counts a lease of cost 3 as three units', async () => {
-    const b = budget({ limit: 4 });
+    const b = pool({ limit: 4 });
     const heavy = await b.acquire({ cost: 3 });
-    await expect(b.acquire({ cost: 2 })).rejects.toMatchObject({ reason: 'limit' });
+    await expect(b.acquire({ cost: 2 })).rejects.toMatchObject({ reason: 'at_limit' });
     const light = await b.acquire();
     expect(await b.status()).toEqual({ used: 4, leases: 2, limit: 4 });
     await heavy.release();
@@ -96,8 +96,8 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   it('wakes a waiter with the release message from another instance, not by polling', async () => {
     const other = make(server.port);
     try {
-      const holder = budget({ limit: 1 });
-      const shared = new RedisConcurrencyBudget(other, {
+      const holder = pool({ limit: 1 });
+      const shared = new RedisLeasePool(other, {
         name: holder.name,
         limit: 1,
         onFailure: 'closed',
@@ -111,7 +111,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
       await waitFor('the waiter to subscribe', async () => {
         const [, subs] = (await admin.pubsub(
           'NUMSUB',
-          `limits:budget:{${holder.name}}:released`,
+          `limits:pool:{${holder.name}}:released`,
         )) as [string, number];
         return Number(subs) === 1;
       });
@@ -127,13 +127,13 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('gets a lease from the fallback poll when no release message comes (a crashed holder expires)', async () => {
-    const b = budget({ limit: 1, pollMs: 50, maxWaitMs: 5_000 });
+    const b = pool({ limit: 1, pollMs: 50, maxWaitMs: 5_000 });
     // A holder that died without releasing: its lease expires in 300 ms (Redis time), silently.
     const [sec, usec] = (await admin.time()) as unknown as [string, string];
     const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
     await admin.zadd(leasesKey(b), nowMs + 300, 'dead:1#1');
-    await admin.set(`limits:budget:{${b.name}}:used`, 1);
-    await expect(b.acquire({ maxWaitMs: 0 })).rejects.toMatchObject({ reason: 'limit' }); // it counts
+    await admin.set(`limits:pool:{${b.name}}:used`, 1);
+    await expect(b.acquire({ maxWaitMs: 0 })).rejects.toMatchObject({ reason: 'at_limit' }); // it counts
     const lease = await b.acquire({ maxWaitMs: 5_000 });
     expect(await admin.zscore(leasesKey(b), 'dead:1#1')).toBeNull();
     expect(await zcard(b)).toBe(1);
@@ -141,7 +141,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('serves the callers of one instance in arrival order: a newcomer queues behind the waiters', async () => {
-    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const b = pool({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
     const lease = await b.acquire();
     const order: number[] = [];
     const served = (n: number) => (l: Lease) => {
@@ -163,7 +163,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   it('runs its waits, polls and renewals on the injected clock, and keeps no timer once idle', async () => {
     const clock = new FakeClock();
     // timeoutMs far away: advancing the fake clock must not time out a real Redis call in flight.
-    const b = budget({
+    const b = pool({
       limit: 1,
       maxWaitMs: 1_000,
       pollMs: 300,
@@ -188,12 +188,12 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('makes one attempt per unit a release frees here: its own release message does not wake a second waiter', async () => {
-    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const b = pool({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
     const lease = await b.acquire();
     const first = b.acquire();
     const second = b.acquire();
     await waitFor('the subscriber', async () => {
-      const [, subs] = (await admin.pubsub('NUMSUB', `limits:budget:{${b.name}}:released`)) as [
+      const [, subs] = (await admin.pubsub('NUMSUB', `limits:pool:{${b.name}}:released`)) as [
         string,
         number,
       ];
@@ -212,7 +212,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it("wakes this instance's waiter after its release, even when the release is sent again after NOSCRIPT", async () => {
-    const b = budget({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
+    const b = pool({ limit: 1, maxWaitMs: 10_000, pollMs: 60_000 });
     const lease = await b.acquire();
     const waiting = b.acquire();
     await waitFor('the waiter', () => b.waiting === 1);
@@ -224,7 +224,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('hands every freed unit to a waiter, even when two releases land during one attempt', async () => {
-    const b = budget({ limit: 2, maxWaitMs: 10_000, pollMs: 60_000 });
+    const b = pool({ limit: 2, maxWaitMs: 10_000, pollMs: 60_000 });
     const held = [await b.acquire(), await b.acquire()];
     const waiters = [b.acquire(), b.acquire()];
     await waitFor('two waiters', () => b.waiting === 2);
@@ -236,7 +236,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('leaves the wait at once on abort, with no listener, timer or waiter left behind', async () => {
-    const b = budget({ limit: 1, maxWaitMs: 60_000 });
+    const b = pool({ limit: 1, maxWaitMs: 60_000 });
     const lease = await b.acquire();
     const controller = new AbortController();
     const waiting = b.acquire({ signal: controller.signal });
@@ -252,8 +252,8 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(await zcard(b)).toBe(0);
   });
 
-  it('refuses with reason expired when the budget stays full for the whole wait', async () => {
-    const b = budget({ limit: 1 });
+  it('refuses with reason expired when the pool stays full for the whole wait', async () => {
+    const b = pool({ limit: 1 });
     const lease = await b.acquire();
     const start = Date.now();
     await expect(b.acquire({ maxWaitMs: 150 })).rejects.toMatchObject({ reason: 'expired' });
@@ -264,7 +264,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it("renews a long holder's lease past its TTL, and stops renewing on release", async () => {
-    const b = budget({ limit: 1, leaseTtlMs: 200 });
+    const b = pool({ limit: 1, leaseTtlMs: 200 });
     const renewals: number[] = [];
     const lease = await b.acquire();
     const first = Number(await admin.zscore(leasesKey(b), `${lease.id}#1`));
@@ -272,7 +272,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     const later = Number(await admin.zscore(leasesKey(b), `${lease.id}#1`));
     renewals.push(later - first);
     expect(later).toBeGreaterThan(first + 300);
-    await expect(b.acquire()).rejects.toMatchObject({ reason: 'limit' });
+    await expect(b.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
     expect(lease.lost).toBe(false);
     await lease.release();
     expect(b.held).toBe(0);
@@ -280,7 +280,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('reports a lease found gone at renewal as lost and aborts its signal', async () => {
-    const b = budget({ limit: 1, leaseTtlMs: 300, renewEveryMs: 50 });
+    const b = pool({ limit: 1, leaseTtlMs: 300, renewEveryMs: 50 });
     const lost: unknown[] = [];
     b.on('leaseLost', (e) => lost.push(e));
     const lease = await b.acquire();
@@ -295,7 +295,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('keeps working through SCRIPT FLUSH (reloads on NOSCRIPT)', async () => {
-    const b = budget({ limit: 2 });
+    const b = pool({ limit: 2 });
     const l1 = await b.acquire();
     await admin.script('FLUSH');
     expect(await l1.release()).toBe(true);
@@ -308,13 +308,13 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('answers within the timeout when Redis is slow (onFailure closed), and gives back a grant that arrives late', async () => {
-    const b = budget({ limit: 2, timeoutMs: 100 });
-    const failures: BudgetRedisFailureEvent[] = [];
+    const b = pool({ limit: 2, timeoutMs: 100 });
+    const failures: RedisFailureEvent[] = [];
     b.on('redisFailure', (e) => failures.push(e));
     const listener = admin.duplicate();
     const released: string[] = [];
     listener.on('message', (_channel: string, units: string) => released.push(units));
-    await listener.subscribe(`limits:budget:{${b.name}}:released`);
+    await listener.subscribe(`limits:pool:{${b.name}}:released`);
     await admin.call('CLIENT', 'PAUSE', '400', 'WRITE');
     const start = Date.now();
     const error = await b.acquire().catch((e: unknown) => e);
@@ -341,7 +341,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   it('retries a release that failed while the connection was down, long before the TTL', async () => {
     const client = make(server.port);
     try {
-      const b = budget({ limit: 2, leaseTtlMs: 60_000, renewEveryMs: 50 }, client);
+      const b = pool({ limit: 2, leaseTtlMs: 60_000, renewEveryMs: 50 }, client);
       const failures: string[] = [];
       b.on('redisFailure', (e) => failures.push(e.operation));
       const lease = await b.acquire();
@@ -351,7 +351,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
       expect(await lease.release()).toBe(false); // failed at once: not connected
       expect(failures).toEqual(['release']);
       expect(await zcard(b)).toBe(1);
-      // Reconnected, the budget's timer releases it: the fleet gets the unit back now, not in 60 s.
+      // Reconnected, the pool's timer releases it: the fleet gets the unit back now, not in 60 s.
       await waitFor('the retried release', async () => (await zcard(b)) === 0, 3_000);
     } finally {
       client.disconnect();
@@ -359,7 +359,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('completes a wrapped permit once with ignore at the end of a using block', async () => {
-    const b = budget({ limit: 2 });
+    const b = pool({ limit: 2 });
     const limiter = new Limiter({ limit: 2 });
     const outcomes: string[] = [];
     limiter.on('release', (e) => outcomes.push(e.outcome));
@@ -377,7 +377,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('runs a task under a lease and releases it when the task settles, even when it throws', async () => {
-    const b = budget({ limit: 1 });
+    const b = pool({ limit: 1 });
     expect(await b.run(async () => (await zcard(b)) as number)).toBe(1);
     await waitFor('the release (in the background)', async () => (await zcard(b)) === 0);
     await expect(
@@ -389,7 +389,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('emits acquire, release and reject events with the fleet numbers', async () => {
-    const b = budget({ limit: 1 });
+    const b = pool({ limit: 1 });
     const events: [string, unknown][] = [];
     b.on('acquire', (e) => events.push(['acquire', e]));
     b.on('release', (e) => events.push(['release', e]));
@@ -402,13 +402,13 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
         'acquire',
         { id: lease.id, cost: 1, backed: true, used: 1, limit: 1, waitedMs: expect.any(Number) },
       ],
-      ['reject', { reason: 'limit', cost: 1, used: 1, limit: 1 }],
+      ['reject', { reason: 'at_limit', cost: 1, used: 1, limit: 1 }],
       ['release', { id: lease.id, cost: 1, heldMs: expect.any(Number), held: true }],
     ]);
   });
 
   it('keeps working when an event listener throws: the error goes to the error event', async () => {
-    const b = budget({ limit: 1 });
+    const b = pool({ limit: 1 });
     const errors: unknown[] = [];
     b.on('acquire', () => {
       throw new Error('listener bug');
@@ -422,12 +422,12 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
 
   it('close() rejects waiters, releases held leases, stops every timer and closes its subscriber', async () => {
     const before = resources();
-    const b = budget({ limit: 1, maxWaitMs: 60_000, pollMs: 20 });
+    const b = pool({ limit: 1, maxWaitMs: 60_000, pollMs: 20 });
     const lease = await b.acquire();
     const waiting = b.acquire();
     const refused = waiting.catch((e: unknown) => e);
     await waitFor('the subscriber', async () => {
-      const [, subs] = (await admin.pubsub('NUMSUB', `limits:budget:{${b.name}}:released`)) as [
+      const [, subs] = (await admin.pubsub('NUMSUB', `limits:pool:{${b.name}}:released`)) as [
         string,
         number,
       ];
@@ -438,7 +438,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     expect(lease.released).toBe(true);
     expect(await zcard(b)).toBe(0);
     await waitFor('the subscriber to leave', async () => {
-      const [, subs] = (await admin.pubsub('NUMSUB', `limits:budget:{${b.name}}:released`)) as [
+      const [, subs] = (await admin.pubsub('NUMSUB', `limits:pool:{${b.name}}:released`)) as [
         string,
         number,
       ];
@@ -456,7 +456,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
   });
 
   it('close() refuses an acquire whose first Redis call is still in flight, and gives its grant back', async () => {
-    const b = budget({ limit: 2, timeoutMs: 2_000 });
+    const b = pool({ limit: 2, timeoutMs: 2_000 });
     await admin.call('CLIENT', 'PAUSE', '300', 'WRITE');
     const pending = b.acquire().catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 50)); // the script is parked by the pause
@@ -468,7 +468,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
 
   describe('wrapped around a local Limiter', () => {
     it('takes the local permit first: a process never has more lease requests than its local limit', async () => {
-      const b = budget({ limit: 10 });
+      const b = pool({ limit: 10 });
       const db = b.wrap(new Limiter({ limit: 2, maxQueued: 10 }));
       let leaseRequests = 0;
       b.on('acquire', () => leaseRequests++);
@@ -488,18 +488,18 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
     });
 
     it('returns the local permit at once when the lease is refused', async () => {
-      const b = budget({ limit: 1 });
+      const b = pool({ limit: 1 });
       const other = await b.acquire();
       const db = b.wrap(new Limiter({ limit: 5 }));
-      await expect(db.acquire()).rejects.toMatchObject({ reason: 'limit' });
+      await expect(db.acquire()).rejects.toMatchObject({ reason: 'at_limit' });
       expect(db.limiter.inflight).toBe(0);
-      await expect(db.run(() => 'never')).rejects.toMatchObject({ reason: 'limit' });
+      await expect(db.run(() => 'never')).rejects.toMatchObject({ reason: 'at_limit' });
       expect(db.limiter.inflight).toBe(0);
       await other.release();
     });
 
     it('completes both with one outcome: the permit reports it, the lease goes back to the fleet', async () => {
-      const b = budget({ limit: 3 });
+      const b = pool({ limit: 3 });
       const limiter = new Limiter({ limit: 3 });
       const outcomes: string[] = [];
       limiter.on('release', (e) => outcomes.push(e.outcome));
@@ -515,8 +515,8 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
       await waitFor('the lease back', async () => (await zcard(b)) === 0);
     });
 
-    it('bounds the wait for the lease by what is left of the time budget', async () => {
-      const b = budget({ limit: 1, maxWaitMs: 60_000 });
+    it('bounds the wait for the lease by what is left of the call timeoutMs', async () => {
+      const b = pool({ limit: 1, maxWaitMs: 60_000 });
       const other = await b.acquire();
       const db = b.wrap(new Limiter({ limit: 5 }));
       const start = Date.now();
@@ -537,7 +537,7 @@ describe.each(clients)('RedisConcurrencyBudget on a real Redis with $version', (
 describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
   it('reports failed renewals, and the lease as lost when Redis comes back without it', async () => {
     const redis = make(server.port);
-    const b = new RedisConcurrencyBudget(redis, {
+    const b = new RedisLeasePool(redis, {
       name: `renew-${Math.random().toString(36).slice(2)}`,
       limit: 2,
       onFailure: 'closed',
@@ -570,8 +570,8 @@ describe.each(clients)('Redis stopped mid-run ($version)', ({ make }) => {
     const redis = make(server.port);
     const name = `outage-${Math.random().toString(36).slice(2)}`;
     const common = { name, limit: 5, timeoutMs: 150, pollMs: 60_000 } as const;
-    const closed = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'closed' });
-    const open = new RedisConcurrencyBudget(redis, { ...common, onFailure: 'open' });
+    const closed = new RedisLeasePool(redis, { ...common, onFailure: 'closed' });
+    const open = new RedisLeasePool(redis, { ...common, onFailure: 'open' });
     const events: { policy: string; operation: string }[] = [];
     const recovered: string[] = [];
     for (const b of [closed, open]) {

@@ -1,9 +1,9 @@
 import type { RejectReason } from 'limits-core';
-import type { BudgetOperation } from './errors.js';
+import type { LeasePoolOperation } from './errors.js';
 import type { FailurePolicy } from './options.js';
 
 /** A lease was granted (`backed: false` when `onFailure: 'open'` let the call through without Redis). */
-export interface BudgetAcquireEvent {
+export interface LeaseAcquireEvent {
   /** The lease's id. */
   id: string;
   /** Units it holds. */
@@ -12,14 +12,14 @@ export interface BudgetAcquireEvent {
   backed: boolean;
   /** Units in use across the fleet right after the grant (NaN when not backed). */
   used: number;
-  /** The budget's limit. */
+  /** The pool's limit. */
   limit: number;
-  /** Time spent waiting for the lease, in ms (the budget's clock). */
+  /** Time spent waiting for the lease, in ms (the pool's clock). */
   waitedMs: number;
 }
 
 /** A lease was released. */
-export interface BudgetReleaseEvent {
+export interface LeaseReleaseEvent {
   /** The lease's id. */
   id: string;
   /** Units it held. */
@@ -31,22 +31,22 @@ export interface BudgetReleaseEvent {
 }
 
 /** An acquire was refused. */
-export interface BudgetRejectEvent {
+export interface LeaseRejectEvent {
   /** Why: `limit`, `expired`, `aborted`, `too_large` or `closed`. */
   reason: RejectReason;
   /** Units asked for. */
   cost: number;
   /** Units in use at the last answer from Redis (NaN when unknown). */
   used: number;
-  /** The budget's limit. */
+  /** The pool's limit. */
   limit: number;
 }
 
 /** Redis failed (or did not answer within `timeoutMs`) and the failure policy applied. */
-export interface BudgetRedisFailureEvent {
-  /** What the budget was doing. */
-  operation: BudgetOperation;
-  /** The budget's `onFailure`. */
+export interface RedisFailureEvent {
+  /** What the pool was doing. */
+  operation: LeasePoolOperation;
+  /** The pool's `onFailure`. */
   policy: FailurePolicy;
   /** Redis did not answer within `timeoutMs`. */
   timedOut: boolean;
@@ -55,13 +55,13 @@ export interface BudgetRedisFailureEvent {
 }
 
 /** Redis answered again after one or more failures. */
-export interface BudgetRedisRecoveredEvent {
+export interface RedisRecoveredEvent {
   /** Time since the first failure of the episode, in ms. */
   downMs: number;
 }
 
 /** A held lease was found gone from Redis (expired while its renewals failed, or deleted). */
-export interface BudgetLeaseLostEvent {
+export interface LeaseLostEvent {
   /** The lease's id. */
   id: string;
   /** Units it held. */
@@ -71,27 +71,27 @@ export interface BudgetLeaseLostEvent {
 }
 
 /**
- * A lease (or the lease of a `BudgetedPermit`) was garbage-collected before `release()`: its units
+ * A lease (or the lease of a `LeasedPermit`) was garbage-collected before `release()`: its units
  * were given back to the fleet (one Redis round trip, followed by a `release` event).
  */
-export interface BudgetLeakEvent {
+export interface LeaseLeakEvent {
   /** The lease's id. */
   id: string;
   /** Units it held. */
   cost: number;
-  /** How long it was held before it was collected, in ms (the budget's clock). */
+  /** How long it was held before it was collected, in ms (the pool's clock). */
   heldMs: number;
 }
 
-/** Events of {@link RedisConcurrencyBudget}. */
-export interface BudgetEvents {
-  acquire: [BudgetAcquireEvent];
-  release: [BudgetReleaseEvent];
-  reject: [BudgetRejectEvent];
-  redisFailure: [BudgetRedisFailureEvent];
-  redisRecovered: [BudgetRedisRecoveredEvent];
-  leaseLost: [BudgetLeaseLostEvent];
-  leak: [BudgetLeakEvent];
+/** Events of {@link RedisLeasePool}. */
+export interface LeasePoolEvents {
+  acquire: [LeaseAcquireEvent];
+  release: [LeaseReleaseEvent];
+  reject: [LeaseRejectEvent];
+  redisFailure: [RedisFailureEvent];
+  redisRecovered: [RedisRecoveredEvent];
+  leaseLost: [LeaseLostEvent];
+  leak: [LeaseLeakEvent];
   /** A listener of another event threw (without an `error` listener, it is rethrown on a microtask). */
   error: [unknown];
 }

@@ -1,21 +1,21 @@
-// Scenario S4 (seeds 000/001) — the fleet budget: RedisConcurrencyBudget acquire + release over a
+// Scenario S4 (seeds 000/001) — the fleet pool: RedisLeasePool acquire + release over a
 // loopback Redis, side by side with bottleneck's Redis mode (maxConcurrent) for the same rule.
 //
-//   node bench/s4-budget.mjs            full run: 5 s per cell (~1 minute)
-//   node bench/s4-budget.mjs --quick    smoke test: 1 s per cell
-//   node bench/s4-budget.mjs --seconds=10
+//   node bench/s4-lease-pool.mjs            full run: 5 s per cell (~1 minute)
+//   node bench/s4-lease-pool.mjs --quick    smoke test: 1 s per cell
+//   node bench/s4-lease-pool.mjs --seconds=10
 //
 // Needs the built packages (`npx -y pnpm@12.4.2 run build`) and a `redis-server` on the PATH: the
 // script starts its own on a free 127.0.0.1 port (no persistence) and stops it at the end.
 //
 // One operation = take a slot, run an empty task, give the slot back:
-//   budget       const lease = await budget.acquire(); await lease.release();   (2 EVALSHA)
-//   wrapped      budget.wrap(new Limiter({ limit: 64 })).run(() => undefined)    (2 EVALSHA + limiter)
+//   pool       const lease = await pool.acquire(); await lease.release();   (2 EVALSHA)
+//   wrapped      pool.wrap(new Limiter({ limit: 64 })).run(() => undefined)    (2 EVALSHA + limiter)
 //   bottleneck   limiter.schedule(() => Promise.resolve())  with datastore ioredis, maxConcurrent
 // Each cell runs `callers` closed-loop callers (1 or 50) for the cell's duration, against a cap of 1,000
 // (never full: the cost of the round trips) or 10 (50 callers contend: waiting and waking). Reported:
 // operations per second and the p50 / p99 latency of one operation, in ms. The operations per second
-// of "budget" with 50 callers against a cap of 1,000 is the sizing figure for one budget key
+// of "pool" with 50 callers against a cap of 1,000 is the sizing figure for one pool key
 // (README "Sizing"): each operation is two script calls on that key's Redis shard.
 // All cells run in this one process, one after the other, so they share one event loop and one CPU
 // with the Redis server: on a 2-CPU machine the numbers are a floor, not a verdict.
@@ -23,7 +23,7 @@
 import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import { Limiter } from 'limits-core';
-import { RedisConcurrencyBudget } from 'limits-redis';
+import { RedisLeasePool } from 'limits-redis';
 import { measure, startRedis } from './redis-bench.mjs';
 
 const args = process.argv.slice(2);
@@ -38,14 +38,14 @@ try {
   for (const cap of [1000, 10]) {
     for (const callers of [1, 50]) {
       const name = `s4-${cap}-${callers}`;
-      const budget = new RedisConcurrencyBudget(redis, {
+      const pool = new RedisLeasePool(redis, {
         name,
         limit: cap,
         onFailure: 'closed',
         maxWaitMs: 10_000,
         timeoutMs: 1_000,
       });
-      const wrapped = new RedisConcurrencyBudget(redis, {
+      const wrapped = new RedisLeasePool(redis, {
         name: `${name}-wrapped`,
         limit: cap,
         onFailure: 'closed',
@@ -65,8 +65,8 @@ try {
       });
       await bottleneck.ready();
       const contenders = {
-        budget: async () => {
-          const lease = await budget.acquire();
+        pool: async () => {
+          const lease = await pool.acquire();
           await lease.release();
         },
         wrapped: () => wrapped.run(() => undefined),
@@ -80,8 +80,8 @@ try {
           `${id} cap=${cap} callers=${callers}: ${Math.round(r.opsPerSec)} ops/s\n`,
         );
       }
-      await budget.close();
-      await wrapped.budget.close?.();
+      await pool.close();
+      await wrapped.pool.close?.();
       await bottleneck.disconnect();
       await connection.disconnect();
     }
@@ -93,7 +93,7 @@ try {
 
 const fmt = (x) => (Number.isNaN(x) ? '—' : x.toFixed(2));
 console.log(
-  `\nS4 fleet budget: ${seconds} s per cell, Node ${process.version}, loopback redis-server\n`,
+  `\nS4 fleet pool: ${seconds} s per cell, Node ${process.version}, loopback redis-server\n`,
 );
 console.log('| contender | cap | callers | ops/s | p50 ms | p99 ms | errors |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');

@@ -1,4 +1,4 @@
-/** Helpers for the budget's tests against a real Redis. */
+/** Helpers for the pool's tests against a real Redis. */
 import { getEventListeners } from 'node:events';
 
 /** Resolves once `probe()` is true, checking every 10 ms; rejects after `timeoutMs`. */

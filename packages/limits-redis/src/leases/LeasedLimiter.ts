@@ -1,11 +1,11 @@
 import type { AcquireOptions, Limiter, Permit } from 'limits-core';
 import { formatValue } from 'limits-core/internal';
 import type { Lease } from './Lease.js';
-import type { BudgetAcquireOptions } from './options.js';
+import type { LeaseAcquireOptions } from './options.js';
 
-/** What {@link BudgetedLimiter} needs of a fleet budget (a {@link RedisConcurrencyBudget}). */
+/** What {@link LeasedLimiter} needs of a fleet pool (a {@link RedisLeasePool}). */
 export interface LeaseSource {
-  acquire(options?: BudgetAcquireOptions): Promise<Lease>;
+  acquire(options?: LeaseAcquireOptions): Promise<Lease>;
   /** The default wait for a lease, in ms. */
   readonly maxWaitMs: number;
 }
@@ -14,16 +14,16 @@ export interface LeaseSource {
  * A local permit and a fleet lease, completed together: the outcome goes to the local permit (its
  * algorithm learns from it) and the lease goes back to the fleet (one Redis round trip, in the
  * background). The first call wins; later calls do nothing. One garbage-collected without an outcome
- * is reclaimed: the limiter gives back the permit (its `trackLeaks`, `leak` event), the budget the
+ * is reclaimed: the limiter gives back the permit (its `trackLeaks`, `leak` event), the pool the
  * lease (its `leak` event).
  */
-export class BudgetedPermit {
+export class LeasedPermit {
   /** The local limiter's permit. */
   readonly permit: Permit;
   /** The fleet lease (`lease.backed` is false when `onFailure: 'open'` let the call through without Redis). */
   readonly lease: Lease;
 
-  /** @internal Made by {@link BudgetedLimiter.acquire}. */
+  /** @internal Made by {@link LeasedLimiter.acquire}. */
   constructor(permit: Permit, lease: Lease) {
     this.permit = permit;
     this.lease = lease;
@@ -67,21 +67,21 @@ export class BudgetedPermit {
 }
 
 /**
- * A {@link Limiter} behind a {@link RedisConcurrencyBudget}: every call needs a local permit (the
+ * A {@link Limiter} behind a {@link RedisLeasePool}: every call needs a local permit (the
  * adaptive, per-process limit) and a fleet lease. The local permit comes first, so a process never
  * has more lease requests in flight than its local limit, and a full local limiter costs no Redis
  * call. Per call: one Redis round trip to acquire the lease and one to release it.
- * Make one with {@link RedisConcurrencyBudget.wrap}.
+ * Make one with {@link RedisLeasePool.wrap}.
  */
-export class BudgetedLimiter {
+export class LeasedLimiter {
   /** The local limiter. */
   readonly limiter: Limiter;
-  /** The fleet budget (a {@link RedisConcurrencyBudget}). */
-  readonly budget: LeaseSource;
+  /** The fleet pool (a {@link RedisLeasePool}). */
+  readonly pool: LeaseSource;
   readonly #now: () => number;
 
-  /** @internal Use {@link RedisConcurrencyBudget.wrap}. */
-  constructor(budget: LeaseSource, limiter: Limiter, now: () => number) {
+  /** @internal Use {@link RedisLeasePool.wrap}. */
+  constructor(pool: LeaseSource, limiter: Limiter, now: () => number) {
     if (
       limiter === null ||
       typeof limiter !== 'object' ||
@@ -90,7 +90,7 @@ export class BudgetedLimiter {
     ) {
       throw new TypeError(`limits: wrap(limiter) needs a Limiter, got ${formatValue(limiter)}`);
     }
-    this.budget = budget;
+    this.pool = pool;
     this.limiter = limiter;
     this.#now = now;
   }
@@ -98,35 +98,35 @@ export class BudgetedLimiter {
   /**
    * Takes a local permit (with all of the limiter's acquire options), then a lease of the same cost
    * (rounded up), waiting for it no longer than what is left of `timeoutMs` / `deadline` (deadline
-   * on the budget's clock, which should be the limiter's) nor the budget's `maxWaitMs`. A lease that
+   * on the pool's clock, which should be the limiter's) nor the pool's `maxWaitMs`. A lease that
    * is refused returns the local permit at once (`ignore`).
-   * @throws what `limiter.acquire` throws, then what `budget.acquire` throws.
+   * @throws what `limiter.acquire` throws, then what `pool.acquire` throws.
    */
-  async acquire(options?: AcquireOptions): Promise<BudgetedPermit> {
+  async acquire(options?: AcquireOptions): Promise<LeasedPermit> {
     const start = this.#now();
     const permit = await this.limiter.acquire(options);
     let lease: Lease;
     try {
-      lease = await this.budget.acquire(this.#leaseOptions(options, start));
+      lease = await this.pool.acquire(this.#leaseOptions(options, start));
     } catch (error) {
       permit.ignore();
       throw error;
     }
-    return new BudgetedPermit(permit, lease);
+    return new LeasedPermit(permit, lease);
   }
 
   /**
-   * Runs `task` under both: `limiter.run` (its timing, classification, queue and time budget), and
-   * inside it a lease taken with the task's signal (so the time budget and the caller's signal also
+   * Runs `task` under both: `limiter.run` (its timing, classification, queue and `timeoutMs`), and
+   * inside it a lease taken with the task's signal (so its `timeoutMs` and the caller's signal also
    * bound the wait for the lease), released when the task settles. A refused lease rejects the call
    * (the local permit is released as the limiter's `classify` says: `failure` by default, which
    * feeds no sample to the algorithm).
-   * @throws what `limiter.run` throws, then what `budget.acquire` throws, then what the task threw.
+   * @throws what `limiter.run` throws, then what `pool.acquire` throws, then what the task threw.
    */
   run<T>(task: (signal: AbortSignal) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T> {
     const cost = options?.cost;
     return this.limiter.run(async (signal: AbortSignal) => {
-      const lease = await this.budget.acquire(
+      const lease = await this.pool.acquire(
         cost === undefined ? { signal } : { signal, cost: Math.ceil(cost) },
       );
       try {
@@ -137,15 +137,15 @@ export class BudgetedLimiter {
     }, options);
   }
 
-  #leaseOptions(options: AcquireOptions | undefined, start: number): BudgetAcquireOptions {
+  #leaseOptions(options: AcquireOptions | undefined, start: number): LeaseAcquireOptions {
     if (options === undefined) return {};
-    const lease: BudgetAcquireOptions = {};
+    const lease: LeaseAcquireOptions = {};
     if (options.signal !== undefined) lease.signal = options.signal;
     if (options.cost !== undefined) lease.cost = Math.ceil(options.cost);
     let left = Infinity;
     if (options.timeoutMs !== undefined) left = options.timeoutMs - (this.#now() - start);
     if (options.deadline !== undefined) left = Math.min(left, options.deadline - this.#now());
-    if (left !== Infinity) lease.maxWaitMs = Math.max(0, Math.min(left, this.budget.maxWaitMs));
+    if (left !== Infinity) lease.maxWaitMs = Math.max(0, Math.min(left, this.pool.maxWaitMs));
     return lease;
   }
 }

@@ -11,18 +11,18 @@ import {
 import type { RedisClient } from './RedisClient.js';
 
 /**
- * What a budget does when Redis fails, is not connected or does not answer within `timeoutMs`:
+ * What a pool does when Redis fails, is not connected or does not answer within `timeoutMs`:
  * `'open'` lets the call through, `'closed'` refuses it (the same words as `RedisQuotaStore`).
  */
 export type FailurePolicy = 'open' | 'closed';
 
 /**
- * Options of {@link RedisConcurrencyBudget}. Every option is checked at construction: an unknown
+ * Options of {@link RedisLeasePool}. Every option is checked at construction: an unknown
  * key is a TypeError naming the nearest valid one, a wrong type a TypeError, a value out of range a
- * RangeError. Every instance sharing a budget `name` should use the same `limit` and `leaseTtlMs`.
+ * RangeError. Every instance sharing a pool `name` should use the same `limit` and `leaseTtlMs`.
  */
-export interface RedisConcurrencyBudgetOptions {
-  /** The budget's name: every instance using the same name shares one cap. A non-empty string. Required. */
+export interface RedisLeasePoolOptions {
+  /** The pool's name: every instance using the same name shares one cap. A non-empty string. Required. */
   name: string;
   /** Units that may be in flight across the fleet, an integer ≥ 1. Required. */
   limit: number;
@@ -47,8 +47,8 @@ export interface RedisConcurrencyBudgetOptions {
   /** Longest time one Redis call may take before `onFailure` applies, in ms, > 0. @default 200 */
   timeoutMs?: number;
   /**
-   * Default time an `acquire` waits for a lease when the budget is full, in ms, ≥ 0 or `Infinity`;
-   * 0 refuses at once (reason `limit`).
+   * Default time an `acquire` waits for a lease when the pool is full, in ms, ≥ 0 or `Infinity`;
+   * 0 refuses at once (reason `at_limit`).
    * @default 0
    */
   maxWaitMs?: number;
@@ -59,24 +59,24 @@ export interface RedisConcurrencyBudgetOptions {
    */
   pollMs?: number;
   /**
-   * Prefix of the budget's Redis keys and channel (`<prefix>:{<name>}:leases`), non-empty, no `{` or
+   * Prefix of the pool's Redis keys and channel (`<prefix>:{<name>}:leases`), non-empty, no `{` or
    * `}` (the name is the hash tag).
-   * @default 'limits:budget'
+   * @default 'limits:pool'
    */
   prefix?: string;
   /** Time source and timers for timeouts, waits and renewals. @default the system clock */
   clock?: Clock;
 }
 
-/** Options of {@link RedisConcurrencyBudget.acquire} and `run`. */
-export interface BudgetAcquireOptions {
+/** Options of {@link RedisLeasePool.acquire} and `run`. */
+export interface LeaseAcquireOptions {
   /** Aborts the wait (and the Redis call): the acquire rejects at once with reason `aborted`. */
   signal?: AbortSignal | undefined;
   /** Units the lease takes, an integer ≥ 1 (≤ `limit`, else reason `too_large`). @default 1 */
   cost?: number | undefined;
-  /** How long to wait for a lease when the budget is full, in ms, ≥ 0 or `Infinity`. @default the budget's `maxWaitMs` */
+  /** How long to wait for a lease when the pool is full, in ms, ≥ 0 or `Infinity`. @default the pool's `maxWaitMs` */
   maxWaitMs?: number | undefined;
-  /** Longest time each Redis call of this acquire may take, in ms, > 0. @default the budget's `timeoutMs` */
+  /** Longest time each Redis call of this acquire may take, in ms, > 0. @default the pool's `timeoutMs` */
   timeoutMs?: number | undefined;
 }
 
@@ -96,7 +96,7 @@ const ACQUIRE_KEYS = ['signal', 'cost', 'maxWaitMs', 'timeoutMs'];
 const POLICIES: readonly FailurePolicy[] = ['open', 'closed'];
 
 /** @internal Options after checks and defaults. */
-export interface ResolvedBudgetOptions {
+export interface ResolvedLeasePoolOptions {
   redis: RedisClient;
   name: string;
   limit: number;
@@ -110,10 +110,13 @@ export interface ResolvedBudgetOptions {
   clock: Clock;
 }
 
-const WHERE = 'RedisConcurrencyBudget';
+const WHERE = 'RedisLeasePool';
 
 /** @internal Checks every option (before anything is built). */
-export function resolveBudgetOptions(redis: unknown, options: unknown): ResolvedBudgetOptions {
+export function resolveLeasePoolOptions(
+  redis: unknown,
+  options: unknown,
+): ResolvedLeasePoolOptions {
   if (
     redis === null ||
     typeof redis !== 'object' ||
@@ -129,7 +132,7 @@ export function resolveBudgetOptions(redis: unknown, options: unknown): Resolved
     throw new TypeError(`limits: ${WHERE} needs options { name, limit, onFailure }`);
   }
   checkKeys(WHERE, options, OPTION_KEYS);
-  const o = options as Partial<RedisConcurrencyBudgetOptions>;
+  const o = options as Partial<RedisLeasePoolOptions>;
   const name = checkString('name', o.name);
   if (name === undefined || name === '') {
     throw new (name === undefined ? TypeError : RangeError)(
@@ -166,7 +169,7 @@ export function resolveBudgetOptions(redis: unknown, options: unknown): Resolved
   const timeoutMs = checkNumber('timeoutMs', o.timeoutMs, 200, { min: 0, minExclusive: true });
   const maxWaitMs = checkNumber('maxWaitMs', o.maxWaitMs, 0, { min: 0, allowInfinity: true });
   const pollMs = checkNumber('pollMs', o.pollMs, 1000, { min: 0, minExclusive: true });
-  const prefix = checkString('prefix', o.prefix) ?? 'limits:budget';
+  const prefix = checkString('prefix', o.prefix) ?? 'limits:pool';
   if (prefix === '' || /[{}]/.test(prefix)) {
     throw new RangeError(
       `limits: option "prefix" must be a non-empty string without "{" or "}", got ${formatValue(prefix)}`,
@@ -198,8 +201,8 @@ export interface ResolvedAcquire {
 
 /** @internal Checks an acquire's options; throws before anything changes. */
 export function resolveAcquire(
-  options: BudgetAcquireOptions | undefined,
-  defaults: ResolvedBudgetOptions,
+  options: LeaseAcquireOptions | undefined,
+  defaults: ResolvedLeasePoolOptions,
 ): ResolvedAcquire {
   if (options === undefined) {
     return {

@@ -1,18 +1,18 @@
 import type { Clock } from 'limits-core';
 
 /**
- * @internal One `limitFetch` call's time budget and signals: the caller's signal (from `init` or the
+ * @internal One `limitFetch` call's deadline and signals: the caller's signal (from `init` or the
  * `Request`), our own controller (aborted at `timeoutMs`, or when a body is not consumed within
- * `bodyTimeoutMs`), and the signal given to fetch, which either aborts. Made only with a budget or
+ * `bodyTimeoutMs`), and the signal given to fetch, which either aborts. Made only with a `timeoutMs` or
  * a body timeout; without them the caller's signal is passed on as is.
  */
-export class FetchBudget {
+export class FetchDeadline {
   /** The caller's own signal, if any. */
   readonly callerSignal: AbortSignal | undefined;
   /** The signal every attempt's fetch gets. */
   readonly signal: AbortSignal | undefined;
   /** The deadline on the clock (ms), or `Infinity`. */
-  readonly deadline: number;
+  readonly at: number;
   readonly #clock: Clock;
   readonly #controller: AbortController | undefined;
   #timer: unknown = undefined;
@@ -31,7 +31,7 @@ export class FetchBudget {
     this.#clock = clock;
     this.callerSignal = callerSignal;
     const timed = timeoutMs !== Infinity;
-    this.deadline = timed ? clock.now() + timeoutMs : Infinity;
+    this.at = timed ? clock.now() + timeoutMs : Infinity;
     if (!timed && !own) {
       this.#controller = undefined;
       this.signal = callerSignal;
@@ -51,14 +51,14 @@ export class FetchBudget {
     }
   }
 
-  /** Whether our own controller aborted (the budget or a body timeout ran out). */
+  /** Whether our own controller aborted (the `timeoutMs` or a body timeout ran out). */
   get expired(): boolean {
     return this.#controller?.signal.aborted === true;
   }
 
   /** Ms left before the deadline (`Infinity` without one). */
   remainingMs(): number {
-    return this.deadline === Infinity ? Infinity : this.deadline - this.#clock.now();
+    return this.at === Infinity ? Infinity : this.at - this.#clock.now();
   }
 
   /** Aborts the call with `reason` (a body timeout), unless it already aborted. */
@@ -66,7 +66,7 @@ export class FetchBudget {
     this.#controller?.abort(reason);
   }
 
-  /** The call is over: the budget timer is cleared and the caller's signal unlinked. */
+  /** The call is over: the deadline's timer is cleared and the caller's signal unlinked. */
   end(): void {
     if (this.#timer !== undefined) {
       this.#clock.clearTimeout(this.#timer);

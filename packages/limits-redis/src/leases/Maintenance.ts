@@ -1,14 +1,14 @@
 import type { Clock } from 'limits-core';
-import type { BudgetOperation } from './errors.js';
+import type { LeasePoolOperation } from './errors.js';
 import { type HeldLease, heldLease } from './HeldLease.js';
 import type { Lease } from './Lease.js';
 import type { ScriptCaller } from './ScriptCaller.js';
-import { budgetScripts } from './scripts.js';
+import { poolScripts } from './scripts.js';
 
-/** @internal What maintenance reports to its budget. */
+/** @internal What maintenance reports to its pool. */
 export interface MaintenanceHooks {
-  /** A Redis call failed (the budget emits `redisFailure`). */
-  failed(operation: BudgetOperation, error: unknown): void;
+  /** A Redis call failed (the pool emits `redisFailure`). */
+  failed(operation: LeasePoolOperation, error: unknown): void;
   /** A renewal found `lease` gone from Redis (the caller's `Lease`, if alive, is marked lost). */
   lost(lease: HeldLease): void;
   /** `lease` was garbage-collected before `release()`: its units are still held in Redis. */
@@ -28,7 +28,7 @@ export interface MaintenanceHooks {
 export class Maintenance {
   /** Leases held here, by member. */
   readonly held = new Map<string, HeldLease>();
-  /** Members to release, with the time (budget clock) after which their TTL has freed them anyway. */
+  /** Members to release, with the time (pool clock) after which their TTL has freed them anyway. */
   readonly orphans = new Map<string, number>();
   readonly #calls: ScriptCaller;
   readonly #clock: Clock;
@@ -123,7 +123,7 @@ export class Maintenance {
 
   /** Releases a member without a lease object; true when Redis answered. */
   release(member: string): Promise<boolean> {
-    return this.#calls.call(budgetScripts.release, [member], this.#timeoutMs).then(
+    return this.#calls.call(poolScripts.release, [member], this.#timeoutMs).then(
       () => true,
       (error) => {
         this.#hooks.failed('release', error);
@@ -152,11 +152,7 @@ export class Maintenance {
     if (leases.length === 0) return;
     try {
       const args = [this.#ttlMs, ...leases.map((l) => l.member)];
-      const flags = (await this.#calls.call(
-        budgetScripts.renew,
-        args,
-        this.#timeoutMs,
-      )) as number[];
+      const flags = (await this.#calls.call(poolScripts.renew, args, this.#timeoutMs)) as number[];
       leases.forEach((h, i) => {
         if (Number(flags[i]) === 1 || this.forget(h.member) === undefined) return;
         h.lease.deref()?._lose();

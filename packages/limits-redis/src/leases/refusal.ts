@@ -11,12 +11,11 @@ export function refusal(
 ): LimitExceededError {
   const inUse = Number.isNaN(used) ? '' : `: ${used}/${limit} units in use`;
   let message: string;
-  if (reason === 'closed') message = `limits: budget "${name}" is closed`;
+  if (reason === 'closed') message = `limits: pool "${name}" is closed`;
   else if (reason === 'too_large')
-    message = `limits: cost ${cost} exceeds budget "${name}"'s limit of ${limit}`;
-  else if (reason === 'aborted') message = `limits: acquire on budget "${name}" aborted${inUse}`;
-  else if (reason === 'expired')
-    message = `limits: budget "${name}" full${inUse} for the whole wait`;
-  else message = `limits: budget "${name}" full${inUse}`;
+    message = `limits: cost ${cost} exceeds pool "${name}"'s limit of ${limit}`;
+  else if (reason === 'aborted') message = `limits: acquire on pool "${name}" aborted${inUse}`;
+  else if (reason === 'expired') message = `limits: pool "${name}" full${inUse} for the whole wait`;
+  else message = `limits: pool "${name}" full${inUse}`;
   return new LimitExceededError(message, cause === undefined ? { reason } : { reason, cause });
 }

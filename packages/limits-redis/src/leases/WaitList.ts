@@ -3,7 +3,7 @@ import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import type { Waiter } from './Waiter.js';
 
 /**
- * @internal The acquires waiting for a release, in arrival order. They are woken by the budget's
+ * @internal The acquires waiting for a release, in arrival order. They are woken by the pool's
  * release messages (pub/sub, on a second connection opened with `redis.duplicate()` the first time
  * someone waits), and, in case a message is lost, the first of them retries every `pollMs`.
  */
