@@ -61,14 +61,14 @@ const getPrice = guard(
     volumeThreshold: 5, // ...and the window holds at least 5 calls
     rollingCountTimeout: 1000, // the window: the last second, in 10 buckets
     rollingCountBuckets: 10,
-    // Every call that does not succeed ends here; `reason` says why: open | limit | timeout | error.
+    // Every call that does not succeed ends here; `reason` says why: open | limiter | timeout | error.
     fallback: ({ reason }) => ({ price: 40, cached: true, reason }),
   },
 );
 
 // ---- what happened, from the guard's events ----
-const fallbacks = { open: 0, limit: 0, timeout: 0, error: 0 };
-let sinceChange = { open: 0, limit: 0, timeout: 0, error: 0 };
+const fallbacks = { open: 0, limiter: 0, timeout: 0, error: 0 };
+let sinceChange = { open: 0, limiter: 0, timeout: 0, error: 0 };
 const firstOfReason = new Set();
 getPrice.on('fallback', ({ reason, error }) => {
   fallbacks[reason]++;
@@ -86,7 +86,7 @@ getPrice.on('state', ({ from, to }) => {
   console.log(
     `${at()}  circuit ${from} → ${to}${counts.length > 0 ? `   (fallbacks before: ${counts.join(', ')})` : ''}`,
   );
-  sinceChange = { open: 0, limit: 0, timeout: 0, error: 0 };
+  sinceChange = { open: 0, limiter: 0, timeout: 0, error: 0 };
 });
 
 // ---- the load: two calls every 20 ms ----

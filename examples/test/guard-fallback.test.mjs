@@ -32,12 +32,12 @@ test('the guard opens on failures, probes HALF_OPEN with at most two trial calls
   assert.match(out, /first fallback with reason "open": CircuitOpenError: /);
 
   const summary = out.match(
-    /^(\d+) calls: (\d+) answered by the server, (\d+) by the fallback \(open (\d+), limit (\d+), timeout (\d+), error (\d+)\); most trial calls at once (\d+); final state (\w+)$/m,
+    /^(\d+) calls: (\d+) answered by the server, (\d+) by the fallback \(open (\d+), limiter (\d+), timeout (\d+), error (\d+)\); most trial calls at once (\d+); final state (\w+)$/m,
   );
   assert.ok(summary, out);
-  const [, total, server, fallback, open, limit, timeout, error, trials, finalState] = summary;
+  const [, total, server, fallback, open, limiter, timeout, error, trials, finalState] = summary;
   assert.equal(Number(server) + Number(fallback), Number(total));
-  assert.equal(Number(open) + Number(limit) + Number(timeout) + Number(error), Number(fallback));
+  assert.equal(Number(open) + Number(limiter) + Number(timeout) + Number(error), Number(fallback));
   assert.ok(Number(server) > 0 && Number(open) > 0 && Number(error) > 0);
   assert.ok(Number(trials) >= 1 && Number(trials) <= 2, `trial calls at once: ${trials}`);
   assert.equal(finalState, 'CLOSED');
