@@ -18,7 +18,7 @@ export class AcquireWaiter extends Waiter {
     resolve: (value: unknown) => void,
     extras: WaiterExtras | undefined,
   ) {
-    super(owner, cost, enqueuedAt, extras, true);
+    super(owner, cost, enqueuedAt, extras);
     this.resolve = resolve;
   }
 
@@ -54,7 +54,7 @@ export class RunWaiter extends Waiter {
     extras: WaiterExtras | undefined,
     task: (signal: AbortSignal) => unknown,
   ) {
-    super(owner, cost, enqueuedAt, extras, false);
+    super(owner, cost, enqueuedAt, extras);
     this.resolve = resolve;
     this.task = task;
   }
@@ -83,7 +83,7 @@ export class RequestWaiter extends Waiter {
     request: PermitRequest,
     extras: WaiterExtras | undefined,
   ) {
-    super(owner, cost, enqueuedAt, extras, true);
+    super(owner, cost, enqueuedAt, extras);
     this.request = request;
   }
 

@@ -43,19 +43,9 @@ export class Permit {
    * @internal Permits are made by a limiter. A queued request's waiter is itself a permit (a
    * subclass), granted later with {@link Permit._start}: no second object per queued call.
    */
-  constructor(
-    owner: PermitOwner,
-    cost: number,
-    startTime: number,
-    inflight: number,
-    doubleStart = false,
-  ) {
+  constructor(owner: PermitOwner, cost: number, startTime: number, inflight: number) {
     this.#owner = owner;
     this.cost = cost;
-    // V8 decides a field's representation per class at its first store: `undefined` first keeps
-    // `startTime` tagged (an untimed permit's NaN is then the shared constant, not a boxed number);
-    // a queued run() asks for the double field (see Waiter).
-    if (!doubleStart) this.startTime = undefined as unknown as number;
     this.startTime = startTime;
     this.inflight = inflight;
   }

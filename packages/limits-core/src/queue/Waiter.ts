@@ -76,26 +76,15 @@ export abstract class Waiter extends Permit {
   /** Index in the queue's list of waiters, -1 once out of it (served, expired, aborted, closed). */
   declare slot: number;
 
-  /**
-   * @param taggedStart - keep `startTime` a tagged field in this class (V8 decides a field's
-   *   representation per class, at its first store): an untimed waiter's NaN is then the shared
-   *   constant, where a double field costs a boxed number per waiter (one more heap object per queued
-   *   request: the guard's burst of 10,000 queued calls spent twice as long in scavenges). Without it,
-   *   the double field is written in place when a timed grant sets the time, where a tagged one
-   *   allocates a number per grant (a queued `run()`'s drain of 100,000 waiters: ~120 vs ~165 ns).
-   */
   constructor(
     owner: WaiterOwner & PermitOwner,
     cost: number,
     enqueuedAt: number,
     extras: WaiterExtras | undefined,
-    taggedStart: boolean,
   ) {
-    super(owner, cost, Number.NaN, 0, !taggedStart);
-    // Rounded down to a whole ms: a whole number (below 2^31) is a small integer to V8, where a
-    // fraction made it box the number, one more 16-byte object per queued request (an `acquire()`
-    // waiter: 275 → 259 bytes, bench/queue-memory.mjs). A wait then reads up to 1 ms longer: it
-    // expires and meets CoDel's target up to 1 ms sooner, never later.
+    super(owner, cost, Number.NaN, 0);
+    // Whole ms (a wait reads up to 1 ms long): kept because, as a boxed fraction, a waiter takes 277
+    // B instead of 260 and drains 1.4× slower against the semaphore (bench/queue-memory.mjs).
     this.enqueuedAt = Math.floor(enqueuedAt);
     this.extras = extras;
     this.slot = -1;
