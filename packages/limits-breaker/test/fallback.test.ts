@@ -1,21 +1,14 @@
 import { LimitExceededError } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CallTimeoutError, CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { FallbackCause } from '../src/types.js';
-import { opossum9 } from './support/opossum.js';
-import { clock } from './support/timers.js';
+import { baseOptions } from './support/opossum.js';
+import { clock, useFakeTimersPerTest } from './support/timers.js';
 
-const CircuitBreaker = opossum9;
+const base = baseOptions;
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
-
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('fallback', () => {
   test('the fallback receives the reason and the error that caused it, and stats().breaker.fallbacks counts fallbacks', async () => {

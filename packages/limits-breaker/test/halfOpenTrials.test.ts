@@ -1,21 +1,14 @@
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
-import { opossum9 } from './support/opossum.js';
-import { clock, deferred, flushMicrotasks } from './support/timers.js';
-
-const CircuitBreaker = opossum9;
+import { baseOptions } from './support/opossum.js';
+import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
+const base = baseOptions;
 
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('HALF_OPEN trials', () => {
   test('trials that time out and settle late never let more than probeSlots trials of an episode reach the dependency, and the trial count never goes negative', async () => {

@@ -1,22 +1,15 @@
 import { LimitExceededError } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
-import { opossum9 } from './support/opossum.js';
-import { clock, deferred, flushMicrotasks } from './support/timers.js';
-
-const CircuitBreaker = opossum9;
+import { baseOptions } from './support/opossum.js';
+import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
+const base = baseOptions;
 
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('listeners that throw', () => {
   class ListenerError extends Error {

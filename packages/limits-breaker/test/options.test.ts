@@ -1,18 +1,13 @@
 import { AimdLimit, FixedLimit, Limiter, VegasLimit } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { guard } from '../src/guard.js';
 import type { GuardOptions } from '../src/types.js';
 import { opossum9 } from './support/opossum.js';
-import { clock } from './support/timers.js';
+import { clock, useFakeTimersPerTest } from './support/timers.js';
 
 const CircuitBreaker = opossum9;
 
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('guard() options', () => {
   const action = async () => 1;

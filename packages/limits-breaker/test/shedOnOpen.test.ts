@@ -1,23 +1,16 @@
 import { LimitExceededError } from 'limits-core';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CircuitOpenError } from '../src/errors.js';
 import { guard } from '../src/guard.js';
 import type { FallbackCause } from '../src/types.js';
-import { opossum9 } from './support/opossum.js';
-import { clock, deferred, flushMicrotasks } from './support/timers.js';
-
-const CircuitBreaker = opossum9;
+import { baseOptions } from './support/opossum.js';
+import { clock, deferred, flushMicrotasks, useFakeTimersPerTest } from './support/timers.js';
 
 const flush = () => flushMicrotasks(20);
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
+const base = baseOptions;
 
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('shedding the queue when the circuit opens', () => {
   test('calls waiting for a permit when the circuit opens get the open fallback at once and never run', async () => {

@@ -1,21 +1,14 @@
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { guard } from '../src/guard.js';
-import { opossum9 } from './support/opossum.js';
-import { clock, deferred } from './support/timers.js';
-
-const CircuitBreaker = opossum9;
+import { baseOptions } from './support/opossum.js';
+import { clock, deferred, useFakeTimersPerTest } from './support/timers.js';
 
 /** The real setImmediate (fake timers replace the global): a macrotask turn lets Node report unhandled rejections. */
 const realSetImmediate = globalThis.setImmediate;
 
-const base = { CircuitBreaker, clock, timeoutMs: false as const, limiter: { limit: 10, clock } };
+const base = baseOptions;
 
-beforeEach(() => {
-  vi.useFakeTimers();
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useFakeTimersPerTest();
 
 describe('thenables', () => {
   const badThen = () =>
