@@ -2,6 +2,7 @@ import { type Guard, type GuardOptions, guard } from 'limits-breaker';
 import { Limiter, type Outcome, RetryPolicy } from 'limits-core';
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import {
+  type FetchGuardOptions,
   fetchGuard,
   type LimitInterceptorOptions,
   limitFetch,
@@ -22,9 +23,7 @@ if (!undici8Runs)
   test.skip(`undici 8 is tested only on Node >= 22.19 (its engines field); this is Node ${process.versions.node}`, () => {});
 
 type AnyGuard = Guard<unknown[], unknown>;
-type BreakerOptions = Omit<GuardOptions<unknown[], unknown>, 'classify' | 'timeoutMs'> & {
-  attemptTimeoutMs?: number | false;
-};
+type BreakerOptions = FetchGuardOptions<GuardOptions<unknown[], unknown>>;
 
 /** Options that open the circuit at the first breaker failure, for a minute. */
 const opensAtOnce: BreakerOptions = {

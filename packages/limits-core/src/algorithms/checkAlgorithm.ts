@@ -1,4 +1,4 @@
-import { checkNumber, formatValue } from '../internal/validate.js';
+import { formatValue } from '../internal/validate.js';
 import { FixedLimit } from './FixedLimit.js';
 import type { LimitAlgorithm } from './LimitAlgorithm.js';
 
@@ -27,7 +27,8 @@ export function resolveAlgorithm(
       `limits: option "limit" of ${where} is a number (a fixed limit); an algorithm goes in "algorithm", e.g. { algorithm: new VegasLimit() }; got ${formatValue(limit)}`,
     );
   }
-  return new FixedLimit(checkNumber('limit', limit, fallback, { min: 1, integer: true }));
+  // FixedLimit checks the number (an integer ≥ 1) under the same option name.
+  return new FixedLimit(limit === undefined ? fallback : limit);
 }
 
 /**
