@@ -71,15 +71,15 @@
 // a timer armed for an entry that already left may fire and not re-arm), there must be no live timer
 // and `getActiveResourcesInfo()` must hold no `Timeout` nor `Immediate`; the list is printed.
 //
-// Further checks (each names the issue-9 finding it would catch): `run({ timeoutMs })` ends a task that
-// outlives its timeout (finding 10: `run()` rejects at the deadline and the task's signal is aborted);
+// Further checks: `run({ timeoutMs })` ends a task that
+// outlives its timeout (`run()` rejects at the deadline and the task's signal is aborted);
 // a signal handed to a task run without one carries no listeners from earlier tasks, and Node warns
-// of no listener leak (finding 11); a deadline already past is refused, under load and on the idle
-// limiter (finding 12); permits that are never completed are reclaimed once garbage-collected and
-// `close()` then resolves (finding 6, on a separate limiter); in the guard phase: every call is
-// answered and `fire()` never throws synchronously (finding 8), no action starts while its circuit
-// is OPEN (finding 9), `stats().trials` stays within [0, probeSlots] and no more than probeSlots
-// trials of one HALF_OPEN episode run at once (finding 7); every error is an expected one; each
+// of no listener leak; a deadline already past is refused, under load and on the idle
+// limiter; permits that are never completed are reclaimed once garbage-collected and
+// `close()` then resolves (on a separate limiter); in the guard phase: every call is
+// answered and `fire()` never throws synchronously, no action starts while its circuit
+// is OPEN, `stats().trials` stays within [0, probeSlots] and no more than probeSlots
+// trials of one HALF_OPEN episode run at once; every error is an expected one; each
 // fault and refusal kind really happened (else the soak proved nothing about it).
 
 import { getEventListeners } from 'node:events';
@@ -249,9 +249,9 @@ class Counter extends Map {
 /** Errors of the soak's own making (a worker that threw, a close() that rejected): a failed check. */
 const scriptErrors = [];
 const checks = [];
-/** Records a check; `finding` names the issue-9 finding it would catch, if any. */
-function check(name, ok, detail, finding) {
-  checks.push({ name, ok: Boolean(ok), detail: String(detail), finding });
+/** Records a check. */
+function check(name, ok, detail) {
+  checks.push({ name, ok: Boolean(ok), detail: String(detail) });
 }
 
 /** Tasks that outlived their caller (a timed-out or aborted run/call): awaited before measuring. */
@@ -478,7 +478,7 @@ async function phase1() {
       outcome = classify(e);
     }
     if (signalSeen !== undefined) {
-      // finding 10: at the deadline run() rejects and the task's signal aborts (TimeoutError)
+      // at the deadline run() rejects and the task's signal aborts (TimeoutError)
       abortedAtSettle = signalSeen.aborted;
       if (outcome === 'ok') hang.resolvedLate++;
       if (!abortedAtSettle) hang.notAborted++;
@@ -583,7 +583,7 @@ async function phase1() {
         case 'deadline-past': {
           const options = r2 < 0.5 ? { deadline: performance.now() - 1 } : { timeoutMs: 0 }; // both already past
           const permit = await limiter.acquire(options);
-          pastDeadlineGranted++; // finding 12: must be refused with reason `deadline`
+          pastDeadlineGranted++; // must be refused with reason `deadline`
           permit.ignore();
           return 'past deadline granted';
         }
@@ -651,7 +651,7 @@ async function phase1() {
   stage = 'phase 1: end';
   heap.end = await heapAfterGc();
 
-  // finding 11: the signal a task run without one receives carries no listener of earlier tasks.
+  // the signal a task run without one receives carries no listener of earlier tasks.
   let probeSignal;
   await limiter.run((signal) => {
     probeSignal = signal;
@@ -659,7 +659,7 @@ async function phase1() {
   const sharedListeners =
     probeSignal === undefined ? 0 : getEventListeners(probeSignal, 'abort').length;
 
-  // finding 12: with capacity free, a deadline already past (or `timeoutMs: 0`) is refused too.
+  // with capacity free, a deadline already past (or `timeoutMs: 0`) is refused too.
   const idlePast = [];
   for (const options of [{ deadline: performance.now() - 1 }, { timeoutMs: 0 }]) {
     try {
@@ -707,7 +707,7 @@ async function phase1() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Permits never completed (finding 6), on a limiter of their own.
+// Permits never completed, on a limiter of their own.
 
 async function leakedPermits() {
   stage = 'leaked permits';
@@ -809,7 +809,7 @@ async function phase2() {
     return (ctx, k) => {
       st.actionCalls++;
       const g = st.guard;
-      if (g.state === 'OPEN') st.startedWhileOpen++; // finding 9
+      if (g.state === 'OPEN') st.startedWhileOpen++;
       const trialEpisode = g.state === 'HALF_OPEN' ? st.episode : 0;
       const result = body(ctx, k, random());
       if (trialEpisode !== 0 && result !== null && typeof result?.then === 'function') {
@@ -918,7 +918,7 @@ async function phase2() {
       try {
         p = g.fire(k);
       } catch (e) {
-        st.syncThrows++; // finding 8
+        st.syncThrows++;
         outcome = `fire() threw synchronously: ${describeError(e)}`;
       }
       if (p !== undefined) {
@@ -1094,7 +1094,6 @@ if (p1 !== undefined) {
     'run({ timeoutMs }) rejects at the deadline instead of resolving late',
     p1.hang.started > 0 && p1.hang.resolvedLate === 0,
     `${p1.hang.resolvedLate} of ${p1.hang.started} hung tasks resolved run() after their ${HANG_TIMEOUT_MS} ms timeout`,
-    10,
   );
   check(
     "run({ timeoutMs }) aborts the task's signal at the deadline",
@@ -1104,13 +1103,11 @@ if (p1 !== undefined) {
       (p1.hang.abortReasons.size
         ? `; reasons ${JSON.stringify(Object.fromEntries(p1.hang.abortReasons))}`
         : ''),
-    10,
   );
   check(
     'no abort listener accumulates on a signal shared by tasks',
     p1.sharedListeners === 0,
     `a task run without a signal got one with ${p1.sharedListeners} abort listeners from earlier tasks`,
-    11,
   );
   check(
     'a deadline already past is refused',
@@ -1118,7 +1115,6 @@ if (p1 !== undefined) {
     `under load ${p1.pastDeadlineGranted} of ${p1.kinds.get('deadline-past') ?? 0} granted; on the idle limiter: ${
       p1.idlePast.length === 0 ? 'refused (deadline)' : p1.idlePast.join(', ')
     }`,
-    12,
   );
   const required = [
     'refused: queue_full',
@@ -1143,13 +1139,11 @@ if (leak !== undefined) {
     'permits never completed are reclaimed after GC',
     leak.inflight === 0,
     `3 permits acquired and dropped unreferenced: inflight ${leak.inflight} after ${leak.rounds} GC rounds`,
-    6,
   );
   check(
     'close() resolves after permits were leaked',
     leak.closed,
     leak.closed ? 'resolved' : 'still pending after 1 s',
-    6,
   );
 }
 if (p2 !== undefined) {
@@ -1196,25 +1190,21 @@ if (p2 !== undefined) {
       `${g}: no action starts while the circuit is OPEN`,
       st.startedWhileOpen === 0,
       `${st.startedWhileOpen} of ${st.actionCalls} actions started while OPEN`,
-      9,
     );
     check(
       `${g}: stats().trials stays within [0, probeSlots]`,
       st.trialsMin >= 0 && st.trialsMax <= st.probeSlots,
       `sampled range [${st.trialsMin}, ${st.trialsMax}], probeSlots ${st.probeSlots}`,
-      7,
     );
     check(
       `${g}: at most probeSlots trials of one HALF_OPEN episode run at once`,
       st.peakTrials <= st.probeSlots,
       `peak ${st.peakTrials}, probeSlots ${st.probeSlots}, ${st.episode} episodes`,
-      7,
     );
     check(
       `${g}: fire() never throws synchronously`,
       st.syncThrows === 0,
       `${st.syncThrows} synchronous throws`,
-      8,
     );
     check(
       `${g}: every answer expected`,
@@ -1383,7 +1373,7 @@ if (p2 !== undefined) {
 }
 if (leak !== undefined) {
   out.push(
-    `Leaked permits (finding 6): 3 permits never completed; inflight ${leak.inflight} after ${leak.rounds} GC rounds; close() ${leak.closed ? 'resolved' : 'still pending after 1 s'}.`,
+    `Leaked permits: 3 permits never completed; inflight ${leak.inflight} after ${leak.rounds} GC rounds; close() ${leak.closed ? 'resolved' : 'still pending after 1 s'}.`,
   );
 }
 out.push(
@@ -1399,9 +1389,7 @@ out.push('');
 out.push('| check | result | detail |');
 out.push('| ----- | ------ | ------ |');
 for (const c of checks) {
-  out.push(
-    `| ${c.name}${c.finding ? ` (finding ${c.finding})` : ''} | ${c.ok ? 'pass' : '**FAIL**'} | ${c.detail.replaceAll('|', '\\|')} |`,
-  );
+  out.push(`| ${c.name} | ${c.ok ? 'pass' : '**FAIL**'} | ${c.detail.replaceAll('|', '\\|')} |`);
 }
 out.push('');
 out.push(

@@ -376,9 +376,8 @@ export class Call extends CallContext implements PermitRequest, Timed {
 }
 
 /**
- * A guard's calls in flight (their action started, their permit not back yet), for `shutdown()`.
- * Linked through the calls: a Set in its place cost the guard's 10,000-at-once row about 40 % more
- * machine instructions per call (`bench/instructions.mjs`).
+ * A guard's calls in flight (their action started, their permit not back yet), for `shutdown()`,
+ * linked through the calls themselves.
  */
 export class CallsInFlight {
   #head: Call | undefined = undefined;
