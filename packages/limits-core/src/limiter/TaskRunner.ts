@@ -2,7 +2,7 @@ import type { CostEstimator } from '../fairness/CostEstimator.js';
 import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import type { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { Permit } from '../permit/Permit.js';
-import type { GrantHost, Waiter } from '../queue/Waiter.js';
+import type { Waiter } from '../queue/Waiter.js';
 import type { LeakTracker } from './LeakTracker.js';
 import type { AcquireOptions } from './options.js';
 import type { PlainRuns } from './PlainRuns.js';
@@ -15,13 +15,13 @@ import {
 } from './runUnderPermit.js';
 
 /**
- * @internal Hands granted permits over for one limiter (the {@link GrantHost} of its waiters): leak
+ * @internal Hands granted permits over for one limiter (what its queued calls need when granted): leak
  * tracking for `acquire()` callers, and `run()` tasks started under their permits: the plain path
  * ({@link PlainRuns}, or `runUnderPermit` for a timed or classified call), or with a time
  * time limit or a caller signal the task's scope (its own signal, the deadline timer) set up by
  * `runTimed`; and with a cost estimator, what each kind of call really cost fed back to it.
  */
-export class TaskRunner implements GrantHost {
+export class TaskRunner {
   readonly #time: MonotonicTime;
   readonly #capture: PromiseCapture;
   readonly #estimator: CostEstimator | undefined;
