@@ -10,7 +10,7 @@ import { Permit } from '../permit/Permit.js';
 import { Waiter, WaiterExtras } from '../queue/Waiter.js';
 import { type Grantor, WaitQueue } from '../queue/WaitQueue.js';
 import { checkAcquire, closeTimeout, taskError, tryAcquireCost } from './checks.js';
-import { emitSafely, listeners, reportListenerError } from './emit.js';
+import { emitSafely, listeners } from './emit.js';
 import type { LimiterEvents } from './events.js';
 import { LeakTracker } from './LeakTracker.js';
 import { LimitFeed } from './LimitFeed.js';
@@ -23,8 +23,6 @@ import type {
   LimiterSnapshot,
 } from './options.js';
 import type { PermitRequest } from './PermitRequest.js';
-import { PlainRuns } from './PlainRuns.js';
-import { RunSlots } from './RunSlots.js';
 import { rejection } from './rejection.js';
 import { resolveOptions } from './resolveOptions.js';
 import type { ServiceTime } from './ServiceTime.js';
@@ -58,8 +56,6 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
   readonly #queue: WaitQueue;
   readonly #capture: PromiseCapture;
   readonly #runner: TaskRunner;
-  readonly #plain: PlainRuns | undefined;
-  readonly #slots: RunSlots;
   readonly #gate: CapacityGate | undefined;
   readonly #clock: LimiterOptions['clock'] & object;
   /** The largest cost admitted (the gate's, with one). */
@@ -107,14 +103,17 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
     this.#leaks = LeakTracker.create(o.trackLeaks, this, time, reclaim);
     const capture = new PromiseCapture();
     this.#capture = capture;
-    const hooks = { classify: o.classify, onError: (e: unknown) => reportListenerError(this, e) };
-    // run()'s plain path needs an algorithm that learns nothing from an untimed call (an adaptive
-    // one is fed a drop with its in-flight count, which only a permit carries).
-    const release = (out: Outcome) => this.#release(1, Number.NaN, 0, out);
-    const plain = o.adaptive ? undefined : new PlainRuns(hooks, release, time, service);
-    this.#plain = plain;
-    this.#slots = new RunSlots(hooks, (t, n, out) => this.#release(1, t, n, out));
-    this.#runner = new TaskRunner(time, capture, hooks, o.estimator, this.#leaks, plain);
+    this.#runner = new TaskRunner(
+      time,
+      capture,
+      this,
+      o.classify,
+      o.estimator,
+      this.#leaks,
+      service,
+      !o.adaptive,
+      (startTime, inflight, outcome) => this.#release(1, startTime, inflight, outcome),
+    );
     this.#queue = new WaitQueue(o, time, service, this);
   }
 
@@ -248,14 +247,14 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
     if (typeof task !== 'function') return Promise.reject(taskError(task));
     if (options === undefined && this.#unitFree()) {
       const timed = this.#timed(false);
-      const plain = this.#plain;
-      if (plain !== undefined && !timed) {
+      const runner = this.#runner;
+      if (runner.plain && !timed) {
         this.#count(1, 0);
-        return plain.run(task) as Promise<T>;
+        return runner.runPlain(task) as Promise<T>;
       }
       const startTime = timed ? this.#time.now() : Number.NaN;
       if (timed) this.#feed.started(startTime);
-      return this.#slots.run(task, startTime, this.#count(1, 0)) as Promise<T>;
+      return runner.runCounted(task, startTime, this.#count(1, 0)) as Promise<T>;
     }
     // Queued: the waiter carries the task and starts it when granted (no closure per queued call).
     const admitted = task as (signal: AbortSignal) => unknown;
@@ -316,7 +315,9 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
   /**
    * {@link Limiter.#enqueue} for a request without options (cost 1, no bytes, deadline or signal)
    * and a queue without a selector: the same checks and effects, without the branches that cannot
-   * apply (no extras, no deadline-aware admission, and `queue.add` cannot throw).
+   * apply (no extras, no deadline-aware admission, and `queue.add` cannot throw). Kept because it
+   * pays where users look: without it the Vegas `Limiter.run` row for 10,000 at once took 1.14–1.45×
+   * as long (three same-run comparisons in bench/compare-builds.mjs).
    */
   #enqueuePlain(
     task: ((signal: AbortSignal) => unknown) | undefined,
@@ -330,7 +331,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
     const now = queue.arrivalReportedOnly ? this.#time.turnNow() : this.#time.now();
     const promise = request === undefined ? this.#capture.promise() : undefined;
     // A plain run() on a limiter with plain runs: the lane when FIFO order allows (no waiter object).
-    if (task !== undefined && this.#runner.plain !== undefined && queue.laneOpen) {
+    if (task !== undefined && this.#runner.plain && queue.laneOpen) {
       queue.lane.push(task, this.#capture.take(), now);
       this.#announce(undefined, undefined, 1, 0);
       return promise;

@@ -9,9 +9,9 @@ const TRIM_MIN = 1024;
  * arrays (the times unboxed doubles; two arrays of 10,000 pointers stay ordinary heap objects where
  * one of 20,000 would be a large object, kept in the old generation), and makes no object of its
  * own. A burst of 10,000 queued runs then allocates only the caller's promise per call. Kept because
- * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 2.2× the
- * hand-written semaphore's time in bench/overhead.mjs's 10,000-at-once shape, against 1.5× with the
- * lane.
+ * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 3.0× the
+ * hand-written semaphore's time for 10,000 at once, against 1.55× with the lane (same run of
+ * bench/compare-builds.mjs).
  *
  * The wait queue puts requests here only while its waiter list is empty, so every lane request is
  * older than every listed waiter and the lane is served first (FIFO across both holds).
