@@ -8,7 +8,7 @@ import { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
 import { Waiter, WaiterExtras } from '../queue/Waiter.js';
-import { type Grantor, WaitQueue } from '../queue/WaitQueue.js';
+import { WaitQueue } from '../queue/WaitQueue.js';
 import { checkAcquire, closeTimeout, taskError, tryAcquireCost } from './checks.js';
 import { emitSafely, listeners } from './emit.js';
 import type { LimiterEvents } from './events.js';
@@ -45,7 +45,7 @@ interface CloseWaiter {
  * const body = await limiter.run((signal) => fetch(url, { signal }).then((r) => r.text()), { timeoutMs: 1000 });
  * ```
  */
-export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
+export class Limiter extends EventEmitter<LimiterEvents> {
   // The flow of one call, top-down: admission (`tryAcquire`, `acquire`, `acquireWith`, `run`: refuse,
   // grant now, or queue), the grant (`#grant`, `#count`; the queue's `_serve` for a waiter), the
   // release (`_release` → `#release`: the feed, then the queue is served), refusals and `close`.
@@ -114,6 +114,7 @@ export class Limiter extends EventEmitter<LimiterEvents> implements Grantor {
       !o.adaptive,
       (startTime, inflight, outcome) => this.#release(1, startTime, inflight, outcome),
     );
+    // The limiter is its queue's Grantor (`_fits`, `_serve`, `_serveLane`, `_expired`).
     this.#queue = new WaitQueue(o, time, service, this);
   }
 
