@@ -2,7 +2,7 @@ import { EventEmitter } from 'eventemitter3';
 import type { LimitAlgorithm } from '../algorithms/LimitAlgorithm.js';
 import type { LimitExceededError, RejectReason } from '../errors/LimitExceededError.js';
 import { DeficitRoundRobin } from '../fairness/DeficitRoundRobin.js';
-import { systemClock } from '../internal/clock.js';
+import { type Clock, systemClock } from '../internal/clock.js';
 import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { Outcome } from '../permit/outcome.js';
@@ -57,7 +57,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
   readonly #capture: PromiseCapture;
   readonly #runner: TaskRunner;
   readonly #gate: CapacityGate | undefined;
-  readonly #clock: LimiterOptions['clock'] & object;
+  readonly #clock: Clock;
   /** The largest cost admitted (the gate's, with one). */
   readonly #maxCost: number;
   readonly #maxQueued: number;
@@ -595,8 +595,8 @@ export class Limiter extends EventEmitter<LimiterEvents> {
 
   /**
    * Counts the grant of `w`, out of the queue, and makes it the permit (its hand-over is the caller's).
-   * @param now - the limiter's time if read (`NaN` otherwise: the wait is not measured; the constant
-   *   NaN: no number boxed per grant).
+   * @param now - the limiter's time if read (`NaN` otherwise: the wait is not measured, and the
+   *   `acquire` event reports `waitedMs: NaN`).
    */
   #grantWaiter(w: Waiter, now: number): void {
     const waitedMs = Number.isNaN(now) ? Number.NaN : now - w.enqueuedAt;
