@@ -19,7 +19,7 @@ function recorder(limit: number): LimitAlgorithm & { samples: Sample[] } {
 
 /**
  * `run()` without options on an adaptive (or timed) limiter, granted at once, runs in a reusable slot
- * (no permit object, no closures per call; `RunSlots`). A slot is reused only after its task settled:
+ * (no permit object, no closures per call; `TaskRunner.runCounted`). A slot is reused only after its task settled:
  * every sample and release must carry its own call's start time, in-flight count and outcome, however
  * the calls interleave, and however many are in flight at once (more than the slots kept for reuse).
  */

@@ -8,7 +8,7 @@ import {
   formatValue,
   type NumberRange,
 } from '../internal/validate.js';
-import { ACQUIRE_KEYS, type AcquireOptions } from './options.js';
+import { ACQUIRE_KEYS, type AcquireOptions, type CloseOptions } from './options.js';
 
 /*
  * The ranges of the acquire options, allocated once: `checkAcquire` runs on every call with options,
@@ -108,4 +108,14 @@ export function algorithmName(algorithm: LimitAlgorithm): string {
   return typeof name === 'string' && name !== '' && name !== 'Object'
     ? name
     : 'a custom algorithm (plain object)';
+}
+
+/**
+ * `close()`'s `timeoutMs` (`Infinity` when not given).
+ * @throws TypeError/RangeError for bad options.
+ */
+export function closeTimeout(options: CloseOptions | undefined): number {
+  if (options === undefined) return Infinity;
+  checkKeys('close', options, ['timeoutMs']);
+  return checkNumber('timeoutMs', options.timeoutMs, Infinity, { min: 0, allowInfinity: true });
 }

@@ -1,12 +1,6 @@
 /** Cleared entries tolerated at the front before a push moves the arrays (a lane that never empties). */
 const TRIM_MIN = 1024;
 
-/** @internal What starts the requests of a {@link RunLane}. */
-export interface LaneHost {
-  /** Grants the unit a lane request waited for and starts it (`task`, `resolve`: what it was queued with). */
-  startLane(task: unknown, resolve: unknown): void;
-}
-
 /**
  * @internal The compact form of the plainest queued request: a `run()` of cost 1 without options, on
  * a queue where nothing acts on arrival time (FIFO, no selector, CoDel or `maxQueueWaitMs`). Such a
@@ -15,9 +9,9 @@ export interface LaneHost {
  * arrays (the times unboxed doubles; two arrays of 10,000 pointers stay ordinary heap objects where
  * one of 20,000 would be a large object, kept in the old generation), and makes no object of its
  * own. A burst of 10,000 queued runs then allocates only the caller's promise per call. Kept because
- * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 2.2× the
- * hand-written semaphore's time in bench/overhead.mjs's 10,000-at-once shape, against 1.5× with the
- * lane.
+ * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 3.0× the
+ * hand-written semaphore's time for 10,000 at once, against 1.55× with the lane (same run of
+ * bench/compare-builds.mjs).
  *
  * The wait queue puts requests here only while its waiter list is empty, so every lane request is
  * older than every listed waiter and the lane is served first (FIFO across both holds).
@@ -57,13 +51,19 @@ export class RunLane {
     return this.size === 0 ? Infinity : (this.#times[this.#first] as number);
   }
 
-  /** Takes the oldest request out and hands it to `host.startLane`. The lane must not be empty. */
-  serveFirst(host: LaneHost): void {
-    const i = this.#first;
-    const task = this.#tasks[i];
-    const resolve = this.#resolves[i];
-    this.#drop(i);
-    host.startLane(task, resolve);
+  /** The oldest request's task (the lane must not be empty). */
+  get firstTask(): unknown {
+    return this.#tasks[this.#first];
+  }
+
+  /** The oldest request's resolve function (the lane must not be empty). */
+  get firstResolve(): unknown {
+    return this.#resolves[this.#first];
+  }
+
+  /** Takes the oldest request out (after reading it: `firstTask`, `firstResolve`). */
+  dropFirst(): void {
+    this.#drop(this.#first);
   }
 
   /** Empties the lane, oldest first, calling `refuse` with each request's resolve function. */

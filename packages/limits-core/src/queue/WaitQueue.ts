@@ -2,15 +2,63 @@ import type { MonotonicTime } from '../internal/MonotonicTime.js';
 import { ExpiryHeap } from './ExpiryHeap.js';
 import { RunLane } from './RunLane.js';
 import type { ChargeEstimator, Selector, SelectorKeys } from './Selector.js';
-import { type GrantHost, SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
+import { SelectorEntry, type Waiter, WaiterExtras } from './Waiter.js';
 import { WaiterList } from './WaiterList.js';
-import type { FinishEstimate, WaitQueueHost, WaitQueueOptions } from './WaitQueueHost.js';
+
+/** @internal How a `WaitQueue` orders and bounds its waiters (resolved limiter options). */
+export interface WaitQueueOptions {
+  /** Longest wait in the queue (ms); `Infinity`: no bound. */
+  maxQueueWaitMs: number;
+  /** Who is served next without a selector: the oldest, the newest, or the newest while a queue stands. */
+  order: 'fifo' | 'lifo' | 'adaptive';
+  /** A queue that has not emptied for this long is standing (adaptive order, CoDel). */
+  standingMs: number;
+  /** CoDel: while standing, a waiter queued this long leaves (`Infinity`: CoDel off). */
+  codelTargetMs: number;
+  /** Fair or priority queueing: chooses who is served next (the list keeps arrival order). */
+  selector: Selector | undefined;
+  /** What fair queueing charges a request (`undefined`: its cost). */
+  estimator: ChargeEstimator | undefined;
+}
+
+/**
+ * @internal The limiter's hold-time estimate, as the queue reads it for deadline checks (the
+ * limiter's `ServiceTime`).
+ */
+export interface FinishEstimate {
+  /** Mean hold time (ms); 0 until a call was timed. */
+  readonly meanMs: number;
+  /** Time a call needs to finish once started. */
+  finishMargin(): number;
+}
+
+/**
+ * @internal Who grants the queue's waiters: the limiter above it. The one call back from the queue
+ * into its limiter (the queue is the lower layer and knows nothing else of it): while serving, it
+ * asks whether the next request fits and hands it over to be granted, and hands over a waiter that
+ * left by time to be refused.
+ */
+export interface Grantor {
+  /** Whether `cost` units fit now. */
+  _fits(cost: number): boolean;
+  /**
+   * Grants `w`, already out of the queue: counts it, makes it the permit, and ends its wait (resolves
+   * its caller, starts its task, or answers its request).
+   * @param now - the limiter's time if read for this dispatch (`NaN` otherwise: its wait is not
+   *   measured).
+   */
+  _serve(w: Waiter, now: number): void;
+  /** Grants a lane request (a queued plain `run()`, no waiter) and starts its task. */
+  _serveLane(task: unknown, resolve: unknown): void;
+  /** Refuses `w`, which left the queue by time (expired, past its deadline, CoDel). */
+  _expired(w: Waiter): void;
+}
 
 /**
  * @internal The limiter's wait queue: the {@link Waiter}s in arrival order, their expiry (one timer on
  * the limiter's clock, at the earliest moment a waiter must leave), the order policy (FIFO, LIFO,
  * adaptive, CoDel) and the selector (fair or priority queueing). It decides who is next and who must
- * leave by time; the limiter (the {@link WaitQueueHost}) says whether the next one fits, grants it and refuses
+ * leave by time; the limiter (its {@link Grantor}) says whether the next one fits, grants it and refuses
  * the others. {@link dispatch} serves waiters in order while they fit (strict head of line); a
  * waiter that must leave by time (expired, past its deadline, CoDel) is removed and handed to
  * `expired` on the way, and when the timer fires. Counters: `size`, `queuedCost`, `queuedBytes`.
@@ -32,8 +80,7 @@ export class WaitQueue {
   readonly #estimator: ChargeEstimator | undefined;
   /** Every dispatch needs the time (order, CoDel or selector), not only when something may expire. */
   readonly #alwaysTimed: boolean;
-  readonly #host: WaitQueueHost;
-  readonly #handOver: GrantHost;
+  readonly #grantor: Grantor;
   readonly #service: FinishEstimate;
   /**
    * While waiters arrive in expiry order (one `maxQueueWaitMs`, or the same `timeoutMs` on every
@@ -57,14 +104,13 @@ export class WaitQueue {
 
   /**
    * @param service - the limiter's hold-time estimate (the margin of deadline checks).
-   * @param handOver - what a granted waiter's hand-over may need (`Waiter._granted`).
+   * @param grantor - the limiter: grants the waiters served and refuses those that leave by time.
    */
   constructor(
     options: WaitQueueOptions,
     time: MonotonicTime,
     service: FinishEstimate,
-    host: WaitQueueHost,
-    handOver: GrantHost,
+    grantor: Grantor,
   ) {
     this.#time = time;
     this.#maxQueueWaitMs = options.maxQueueWaitMs;
@@ -77,8 +123,7 @@ export class WaitQueue {
       options.order !== 'fifo' ||
       options.codelTargetMs !== Infinity ||
       options.selector !== undefined;
-    this.#host = host;
-    this.#handOver = handOver;
+    this.#grantor = grantor;
     this.#service = service;
   }
 
@@ -141,7 +186,7 @@ export class WaitQueue {
 
   /**
    * Serves waiters while they fit (strict head of line), dropping on the way those that must leave.
-   * The loop lives here, so serving a waiter costs the limiter only its `fits` and `grant` calls.
+   * The loop lives here, so serving a waiter costs the limiter only its `_fits` and `_serve` calls.
    * @param known - the limiter's time, if the caller just read it (`NaN` otherwise).
    */
   dispatch(known: number): void {
@@ -158,17 +203,19 @@ export class WaitQueue {
   }
 
   #dispatchLoop(known: number): void {
-    const host = this.#host;
+    const grantor = this.#grantor;
     // Lane requests are the oldest: they go first, and need no time.
     const lane = this.lane;
     while (lane.size > 0) {
-      if (!host.fits(1)) {
+      if (!grantor._fits(1)) {
         if (this.#list.size === 0) this.clearTimer();
         return;
       }
-      lane.serveFirst(host);
+      const task = lane.firstTask;
+      const resolve = lane.firstResolve;
+      lane.dropFirst();
+      grantor._serveLane(task, resolve);
     }
-    const handOver = this.#handOver;
     const timed = this.#timed();
     const now = timed ? (Number.isNaN(known) ? this.#time.now() : known) : Number.NaN;
     const standing = timed && this.standing(now);
@@ -176,10 +223,9 @@ export class WaitQueue {
     const margin = timed && service.meanMs > 0 ? service.finishMargin() : 0;
     for (;;) {
       const w = this.#next(now, margin, standing);
-      if (w === undefined || !host.fits(w.cost)) break;
+      if (w === undefined || !grantor._fits(w.cost)) break;
       this.#unqueue(w, true, now);
-      host.grant(w, now);
-      w._granted(handOver, now);
+      grantor._serve(w, now);
     }
     if (this.#list.size === 0) this.clearTimer();
   }
@@ -323,10 +369,10 @@ export class WaitQueue {
     this.#cost -= w.cost;
   }
 
-  /** Removes a waiter that must leave by time and hands it to the host to refuse. */
+  /** Removes a waiter that must leave by time and hands it to the limiter to refuse. */
   #expire(w: Waiter): void {
     this.#unqueue(w, false, 0);
-    this.#host.expired(w);
+    this.#grantor._expired(w);
   }
 
   #toHeap(w: Waiter, expiresAt: number): void {

@@ -1,30 +1,4 @@
-import type { LimitExceededError } from '../errors/LimitExceededError.js';
 import { Permit, type PermitOwner } from '../permit/Permit.js';
-
-/**
- * @internal What a granted waiter may need for its hand-over, from the limiter that granted it:
- * leak tracking for a permit handed to an `acquire()` caller, and starting a queued `run()` task.
- */
-export interface GrantHost {
-  /** Leak-tracks a permit handed to a caller. */
-  track(permit: Permit): void;
-  /** Starts a queued `run()`'s task under its granted waiter; the result goes to `resolve`. */
-  startQueued(
-    waiter: Waiter,
-    task: (signal: AbortSignal) => unknown,
-    resolve: (value: unknown) => void,
-    now: number,
-  ): void;
-}
-
-/** @internal What a waiter calls back into when its signal aborts or its ticket is cancelled. */
-export interface WaiterOwner {
-  /**
-   * @internal Takes `waiter` out of the queue and refuses it (reason `aborted`, with `cause`).
-   * @returns `false` when it was no longer queued.
-   */
-  _abortWaiter(waiter: Waiter, cause: unknown): boolean;
-}
 
 /**
  * @internal What a queued request carries beyond a plain one: bytes, an expiry or deadline, a signal,
@@ -53,12 +27,10 @@ export class WaiterExtras {
 }
 
 /**
- * @internal Something waiting for a permit: the one contract of every queued request, whoever made
- * it (`acquire()`, `run()`, or an integration's `PermitRequest` through `Limiter.acquireWith`). The wait queue
- * stores it (cost, arrival time, extras, slot); the limiter ends its wait exactly once, by granting
- * it (`_granted`, the waiter has become the permit) or refusing it (`_refused`). The kinds differ
- * only in what those two do (settle a promise, start a task, call a sink), so the queue and the
- * limiter treat them all alike.
+ * @internal Something waiting for a permit, as the wait queue stores it: cost, arrival time, extras,
+ * slot. Whoever made it (`acquire()`, `run()`, or an integration's `PermitRequest` through
+ * `Limiter.acquireWith`) is the limiter's business: the limiter's kinds of waiter extend this class
+ * and say how their wait ends (granted or refused); the queue treats them all alike.
  *
  * The waiter is also the permit it becomes when granted (so a grant allocates nothing), and its own
  * abort listener (`handleEvent`), so a waiter with a signal costs no extra closure; everything a
@@ -77,7 +49,7 @@ export abstract class Waiter extends Permit {
   declare slot: number;
 
   constructor(
-    owner: WaiterOwner & PermitOwner,
+    owner: PermitOwner,
     cost: number,
     enqueuedAt: number,
     extras: WaiterExtras | undefined,
@@ -90,16 +62,8 @@ export abstract class Waiter extends Permit {
     this.slot = -1;
   }
 
-  /**
-   * The wait ended with a grant: the waiter is now a permit held by its caller (the limiter already
-   * counted it). Hand it over: resolve the caller's promise, start the `run` task, or call the sink.
-   * @param host - what the hand-over may need from the limiter.
-   * @param now - the limiter's time if it was read for this grant (`NaN` otherwise).
-   */
-  abstract _granted(host: GrantHost, now: number): void;
-
-  /** The wait ended with a refusal (expired, aborted, closed): tell the caller, once. */
-  abstract _refused(error: LimitExceededError): void;
+  /** The caller's signal aborted: the waiter leaves the queue (it is the queue's abort listener). */
+  abstract handleEvent(): void;
 
   /** The caller's deadline (clock ms). */
   get deadline(): number {
@@ -124,23 +88,6 @@ export abstract class Waiter extends Permit {
   /** Turns the waiter into a granted permit. */
   granted(startTime: number, inflight: number): void {
     this._start(startTime, inflight);
-  }
-
-  /** The signal aborted. */
-  handleEvent(): void {
-    this.cancel(this.extras?.signal?.reason);
-  }
-
-  /**
-   * Leaves the queue, refused with reason `aborted` (the public face of a queued request: a
-   * `QueueTicket`).
-   * @returns `false` when no longer queued.
-   */
-  cancel(cause?: unknown): boolean {
-    // A granted permit's owner may be a leak tracker's record, which has no waiters.
-    return (
-      (this._owner() as Partial<WaiterOwner> | undefined)?._abortWaiter?.(this, cause) ?? false
-    );
   }
 }
 

@@ -1,17 +1,32 @@
 import type { DeficitRoundRobin } from '../../src/fairness/DeficitRoundRobin.js';
-import { AcquireWaiter } from '../../src/limiter/waiters.js';
-import type { Waiter as QueueWaiter } from '../../src/queue/Waiter.js';
+import type { PermitOwner } from '../../src/permit/Permit.js';
+import { Waiter as QueueWaiter, type WaiterExtras } from '../../src/queue/Waiter.js';
+
+/** A queued request as the queue's unit tests make it: it keeps the resolve function it was given. */
+class TestWaiter extends QueueWaiter {
+  constructor(
+    owner: PermitOwner,
+    cost: number,
+    enqueuedAt: number,
+    readonly resolve: (value: unknown) => void,
+    extras: WaiterExtras | undefined,
+  ) {
+    super(owner, cost, enqueuedAt, extras);
+  }
+
+  /** Its signal aborted: nothing to do in a queue unit test (the limiter takes a waiter out). */
+  handleEvent(): void {}
+}
 
 /**
  * A waiter for the queue's unit tests (list, heap, selectors): `new Waiter(owner, cost, enqueuedAt,
- * resolve, extras)` builds the kind `acquire()` queues; as a type it is the queue's
- * contract, which every kind of waiter implements.
+ * resolve, extras)`; as a type it is the queue's waiter, which every kind of queued call extends.
  */
-export const Waiter = AcquireWaiter;
+export const Waiter = TestWaiter;
 export type Waiter = QueueWaiter;
 
-/** A waiter's owner for queue unit tests: aborts and releases go nowhere. */
-export const testOwner = { _abortWaiter: () => false, _release() {} };
+/** A waiter's owner for queue unit tests: releases go nowhere. */
+export const testOwner: PermitOwner = { _release() {} };
 
 /** The tenant a waiter is queued for (fair queueing). */
 export const tenantOf = (w: Waiter): string => w.sel?.tenant ?? '';
