@@ -1,6 +1,8 @@
 import { clamp } from '../internal/validate.js';
+import { Baseline } from './Baseline.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import type { NoLoadRtt, NoLoadRttOptions, ProbeState } from './NoLoadRtt.js';
+import type { NoLoadRttOptions } from './noLoadRttOptions.js';
+import { ProbeSchedule, type ProbeState } from './ProbeSchedule.js';
 import { SlowStart } from './SlowStart.js';
 import { usableSample } from './usableSample.js';
 
@@ -38,7 +40,7 @@ function appLimited(slowStart: boolean, inflight: number, L: number): boolean {
   return (slowStart ? 2 : HEADROOM) * inflight < L && inflight < Math.floor(L);
 }
 
-/** The bounds every probe-based algorithm takes, with the probe options of its {@link NoLoadRtt}. */
+/** The bounds every probe-based algorithm takes, with the options of its {@link ProbeSchedule}. */
 export interface ProbingLimitOptions extends NoLoadRttOptions {
   /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
   initialLimit?: number;
@@ -53,8 +55,9 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  * exported from the package. After Netflix's `AbstractLimit`: one place applies a new limit.
  *
  * A subclass's `update` holds only its own rule, between two calls to the base:
- * 1. `admit(sample)` ignores an unusable sample ({@link usableSample}) and feeds the {@link NoLoadRtt}
- *    baseline, whose probe schedule may start or end a dip (its answer is left in `probe`);
+ * 1. `admit(sample)` ignores an unusable sample ({@link usableSample}) and feeds the {@link Baseline}
+ *    (which may fall, or go stale) and then the {@link ProbeSchedule}, which may start or end a dip
+ *    (its answer is left in `probe`);
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
  *    applies the rule's target: growth is suppressed while `1.5 × inflight < limit` (`2 ×` during
  *    slow start; reason
@@ -85,7 +88,8 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
 export abstract class ProbingLimit implements LimitAlgorithm {
   readonly #minLimit: number;
   readonly #maxLimit: number;
-  readonly #noLoad: NoLoadRtt;
+  readonly #baseline: Baseline;
+  readonly #probes: ProbeSchedule;
   readonly #slowStart: SlowStart;
   #estimate: number;
   // App-limited decay: the in-flight of the app-limited samples of the current round, and the
@@ -104,15 +108,24 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   protected probe: ProbeState = 'none';
 
   /**
-   * Takes its parts already checked, so the subclass keeps the order in which options are checked
-   * (keys, bounds, its own, then the probe options).
+   * Builds the baseline and its probe schedule; called after the subclass checked its keys, the
+   * bounds and its own options, so the probe options are checked last.
    * @param bounds - from `checkLimits`.
-   * @param noLoad - the baseline, built from the algorithm's options with its prefix.
+   * @param options - the algorithm's options (the probe options are read from them).
+   * @param owner - the algorithm's option prefix, for the probe options' messages.
+   * @param fresh - the baseline's freshness factor (see {@link Baseline}'s constructor).
+   * @throws RangeError/TypeError naming a probe option out of range or of the wrong type.
    */
-  protected constructor(bounds: { initial: number; min: number; max: number }, noLoad: NoLoadRtt) {
+  protected constructor(
+    bounds: { initial: number; min: number; max: number },
+    options: NoLoadRttOptions,
+    owner: string,
+    fresh?: number,
+  ) {
     this.#minLimit = bounds.min;
     this.#maxLimit = bounds.max;
-    this.#noLoad = noLoad;
+    this.#baseline = new Baseline(fresh);
+    this.#probes = new ProbeSchedule(options, owner, this.#baseline);
     this.#estimate = bounds.initial;
     this.#slowStart = new SlowStart(bounds.max);
   }
@@ -125,7 +138,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   /** The current limit (the dip limit while a probe runs, or the estimate if that fell below it). */
   get limit(): number {
     const estimate = this.#estimate;
-    return this.#noLoad.probing ? Math.min(this.#noLoad.dipLimit, estimate) : estimate;
+    return this.#probes.probing ? Math.min(this.#probes.dipLimit, estimate) : estimate;
   }
 
   /**
@@ -133,7 +146,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    * positive, finite RTT).
    */
   get baselineRttMs(): number {
-    return this.#noLoad.value;
+    return this.#baseline.value;
   }
 
   /**
@@ -142,7 +155,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    * {@link LimitAlgorithm.lateAfterMs}).
    */
   get lateAfterMs(): number {
-    return LATE_RTTS * this.#noLoad.value;
+    return LATE_RTTS * this.#baseline.value;
   }
 
   /**
@@ -161,10 +174,10 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     // More late calls than the limit cannot say more than a whole round of drops.
     const n = Math.min(count, Math.max(1, Math.ceil(this.#estimate)));
     for (let i = 0; i < n; i++) this.apply('late', this.dropTarget(this.#estimate, inflight), late);
-    // A dip the limit fell to is called off (see NoLoadRtt.cancel), and the next one waits a normal
-    // spacing from the last late call (see NoLoadRtt.postpone).
-    if (this.#estimate <= this.#noLoad.dipLimit) this.#noLoad.cancel();
-    this.#noLoad.postpone();
+    // A dip the limit fell to is called off (see ProbeSchedule.cancel), and the next one waits a
+    // normal spacing from the last late call (see ProbeSchedule.postpone).
+    if (this.#estimate <= this.#probes.dipLimit) this.#probes.cancel();
+    this.#probes.postpone();
   }
 
   /** Why the last update decided what it did, and the numbers behind it. */
@@ -206,9 +219,11 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     const sample = usableSample(input);
     if (sample !== undefined) {
       const L = this.#estimate;
-      const noLoad = this.#noLoad;
-      this.probe = noLoad.observe(
+      const probes = this.#probes;
+      const stale = this.#baseline.observe(sample, probes.probing);
+      this.probe = probes.observe(
         sample,
+        stale,
         L,
         this.#minLimit,
         !this.#slowStart.regaining,
@@ -216,8 +231,8 @@ export abstract class ProbingLimit implements LimitAlgorithm {
       );
       // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
       // it restarts from the dip with a fresh slow start (as from an initial limit).
-      if (this.probe === 'end' && noLoad.collapsed && noLoad.dipLimit < L) {
-        this.#estimate = Math.max(this.#minLimit, noLoad.dipLimit);
+      if (this.probe === 'end' && this.#baseline.collapsed && probes.dipLimit < L) {
+        this.#estimate = Math.max(this.#minLimit, probes.dipLimit);
         this.#slowStart.restart(sample.startTime + sample.rtt);
       }
     }
@@ -234,7 +249,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   ): number {
     this.#reason = reason;
     this.#rtt = sample.rtt;
-    this.#base = this.#noLoad.value;
+    this.#base = this.#baseline.value;
     return this.limit;
   }
 
@@ -262,7 +277,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
       }
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
-    const base = this.#noLoad.value;
+    const base = this.#baseline.value;
     if (!sample.dropped) this.#after(L, reason, sample, base);
     this.#reason = reason;
     this.#rtt = sample.rtt;
