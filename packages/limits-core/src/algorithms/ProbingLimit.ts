@@ -1,4 +1,5 @@
 import { clamp } from '../internal/validate.js';
+import { AppLimitedDecay, appLimited } from './AppLimited.js';
 import { Baseline } from './Baseline.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
 import type { NoLoadRttOptions } from './noLoadRttOptions.js';
@@ -11,34 +12,6 @@ import { usableSample } from './usableSample.js';
  * it completes ({@link ProbingLimit.onLate}). Vegas also caps the RTTs it averages here.
  */
 export const LATE_RTTS = 4;
-
-/** A sample admitted under less than this share of the limit cannot validate it as a good level. */
-const VALID_USE = 0.75;
-
-/** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
-const VALID_RTT = 1.25;
-
-/**
- * App-limited headroom: growth stops while the limit is more than this many times the in-flight a
- * sample was admitted under, and an unused limit decays toward this many times the peak in-flight
- * of a round (the peak, as RFC 7661's pipeACK, so a bursty caller keeps room for its bursts).
- */
-const HEADROOM = 1.5;
-
-/** Share of the gap to the app-limited target closed per round of `limit` samples. */
-const DECAY_PER_ROUND = 0.5;
-
-/**
- * The app-limited rule: a sample admitted under `inflight` units judges the limit `L` over 1.5× that
- * (2× while slow start doubles per round: its samples were admitted under half the limit they now
- * judge), unless it used every whole unit the limit lets through (`inflight ≥ floor(L)`): a limit of
- * 1.5 lets one call through, and a sample that took it is at full use. (Judged against `L` alone,
- * every estimate in (1.5, 2) would read one call in flight as unused, and the limit could never grow
- * from there.)
- */
-function appLimited(slowStart: boolean, inflight: number, L: number): boolean {
-  return (slowStart ? 2 : HEADROOM) * inflight < L && inflight < Math.floor(L);
-}
 
 /** The bounds every probe-based algorithm takes, with the options of its {@link ProbeSchedule}. */
 export interface ProbingLimitOptions extends NoLoadRttOptions {
@@ -59,31 +32,30 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  *    (which may fall, or go stale) and then the {@link ProbeSchedule}, which may start or end a dip
  *    (its answer is left in `probe`);
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
- *    applies the rule's target: growth is suppressed while `1.5 × inflight < limit` (`2 ×` during
- *    slow start; reason
- *    `app_limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
- *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
- *    hears of it.
+ *    applies the rule's target: growth is suppressed while the sample is app-limited
+ *    ({@link appLimited}: `1.5 × inflight < limit`, `2 ×` during slow start; reason `app_limited`;
+ *    falls still apply), the target is smoothed (`smooth`) and clamped to `[minLimit, maxLimit]`,
+ *    the app-limited decay applies, a non-finite result keeps the last good limit, and
+ *    {@link SlowStart} hears of it.
  *
- * Around the rule, the base adds:
- * - **app-limited decay** (after TCP's congestion-window validation, RFC 7661): once in-flight has
- *   stayed under the headroom for a whole round of samples, the limit decays toward 1.5× the peak
- *   in-flight of the last such round (never below `minLimit`), closing half the gap per
- *   round; a limit that is never used is no evidence of capacity, and a spike would fill all of it
- *   before the first slow sample returns. Regrowth is fast: the last good level is kept and
- *   {@link SlowStart} aims back at it when demand returns;
- * - **late calls** ({@link ProbingLimit.onLate}): a call still in flight past `LATE_RTTS` (4) no-load
- *   RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees it, before it
- *   completes;
- * - **fast regain**: {@link SlowStart} re-arms toward the last good level when latency is back at
- *   the baseline after any collapse.
+ * The parts it composes, each a rule in its own file with its own tests:
+ * - the **baseline** ({@link Baseline}, `Baseline.ts`): the no-load RTT, and when it goes stale;
+ * - the **probe schedule** ({@link ProbeSchedule}, `ProbeSchedule.ts`): the dips that relearn it;
+ *   while one runs, {@link ProbingLimit.limit} answers the dip limit, and the algorithm's own
+ *   estimate (`estimate`) is kept and restored when the dip ends; a probe that finds the baseline
+ *   collapsed restarts the estimate from the dip with a fresh slow start;
+ * - the **app-limited decay** ({@link AppLimitedDecay}, `AppLimited.ts`): a limit left unused for a
+ *   whole round decays toward 1.5× the peak in-flight used;
+ * - **slow start and fast regain** ({@link SlowStart}, `SlowStart.ts`): after any collapse (drops,
+ *   late calls, a spike, an app-limited decay) slow start re-arms toward the last good level when
+ *   latency is back at the baseline.
+ * It adds the **late calls** itself ({@link ProbingLimit.onLate}): a call still in flight past
+ * `LATE_RTTS` (4) no-load RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees
+ * it, before it completes.
  * Both record the decision, built into {@link ProbingLimit.lastDecision} only when someone reads it.
  * The rule stays in the subclass's `update` (not behind a template method) and the helpers are small
  * so that V8 inlines all of the per-sample path into that one function, within its inlining budget:
  * a template method measured about 20 % slower per update.
- *
- * While a probe runs, {@link ProbingLimit.limit} answers the dip limit; the algorithm's own estimate
- * (`estimate`) is kept and restored when the dip ends.
  */
 export abstract class ProbingLimit implements LimitAlgorithm {
   readonly #minLimit: number;
@@ -91,12 +63,8 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   readonly #baseline: Baseline;
   readonly #probes: ProbeSchedule;
   readonly #slowStart: SlowStart;
+  readonly #decay: AppLimitedDecay;
   #estimate: number;
-  // App-limited decay: the in-flight of the app-limited samples of the current round, and the
-  // target from the last whole round (0: not decaying).
-  #idleMax = 0;
-  #idleCount = 0;
-  #decayTo = 0;
   /** The dropped sample `onLate` applies (one object, reused). */
   readonly #late: Sample = { startTime: 0, rtt: 0, inflight: 0, dropped: true };
   // The last decision, kept as numbers and built on demand: the limiter reads it only for `limit`
@@ -128,6 +96,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     this.#probes = new ProbeSchedule(options, owner, this.#baseline);
     this.#estimate = bounds.initial;
     this.#slowStart = new SlowStart(bounds.max);
+    this.#decay = new AppLimitedDecay(bounds.min, this.#slowStart);
   }
 
   /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
@@ -267,60 +236,22 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
     if (!sample.dropped) {
       if (idle) {
-        const decayed = this.#decay(L, estimate, sample, reason);
+        const decayed = this.#decay.idle(estimate, L, sample.inflight, sample.startTime, reason);
         if (decayed < estimate) {
           estimate = decayed;
           reason = 'app_limited';
         }
-      } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
-        this.#idleMax = this.#idleCount = this.#decayTo = 0;
+      } else {
+        this.#decay.used();
       }
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
     const base = this.#baseline.value;
-    if (!sample.dropped) this.#after(L, reason, sample, base);
+    if (!sample.dropped) this.#slowStart.after(L, this.#estimate, reason, sample, base);
     this.#reason = reason;
     this.#rtt = sample.rtt;
     this.#base = base;
     return this.limit;
-  }
-
-  /**
-   * Tells {@link SlowStart} of a decision that was not a drop. A sample validates the limit `L` it
-   * was judged against as a good level when it was at full use (admitted at 75 % of the limit or
-   * more) and showed no queueing, by the decision and by its own RTT (the averages lag a round: at
-   * the top of an overshoot they still read steady); an increase in slow start does not count
-   * either: it doubles faster than its samples can show queueing.
-   */
-  #after(L: number, reason: LimitReason, sample: Sample, base: number): void {
-    const slowStart = this.#slowStart;
-    const growing = reason === 'increase';
-    const validated =
-      (growing ? !slowStart.active : reason === 'steady') &&
-      sample.inflight >= VALID_USE * L &&
-      sample.rtt <= VALID_RTT * base;
-    slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
-  }
-
-  /**
-   * App-limited decay (see the class comment): counts the sample into the round, and once a whole
-   * round was app-limited moves the estimate toward 1.5× its peak in-flight.
-   */
-  #decay(L: number, estimate: number, sample: Sample, reason: LimitReason): number {
-    if (reason !== 'app_limited' && reason !== 'steady') return estimate;
-    const inflight = sample.inflight;
-    const startTime = sample.startTime;
-    if (inflight > this.#idleMax) this.#idleMax = inflight;
-    if (++this.#idleCount >= L) {
-      this.#decayTo = Math.max(this.#minLimit, HEADROOM * this.#idleMax);
-      // A whole round unused: the initial slow start pauses (a growing sample at full use resumes
-      // it), so the decay and the growth rule use the headroom, not slow start's 2×.
-      this.#slowStart.pause(startTime);
-      this.#idleMax = this.#idleCount = 0;
-    }
-    const to = this.#decayTo;
-    if (to === 0 || estimate <= to) return estimate;
-    return estimate - ((estimate - to) * DECAY_PER_ROUND) / Math.max(1, L);
   }
 
   /** The new estimate from the old one and the target. */
