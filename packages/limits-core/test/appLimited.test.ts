@@ -113,3 +113,38 @@ describe('a sample at use stops the decay', () => {
     expect(d.idle(20, 10, 2, 10, 'steady')).toBeCloseTo(19.15, 12);
   });
 });
+
+describe('in an algorithm', () => {
+  test('a dropped sample neither counts into the round nor stops the decay', () => {
+    const vegas = new VegasLimit({
+      initialLimit: 20,
+      probeMultiplier: 1000,
+      recheckMultiplier: 1000,
+    });
+    // A whole round at 2 of 20 (app-limited even at slow start's 2×): the target is 3.
+    for (let i = 0; i < 20; i++)
+      vegas.update({ startTime: i, rtt: 100, inflight: 2, dropped: false });
+    expect(vegas.limit).toBeLessThan(20);
+    // A drop at full use lowers the limit by the rule …
+    vegas.update({ startTime: 20, rtt: 100, inflight: 20, dropped: true });
+    const afterDrop = vegas.limit;
+    // … and the next unused sample still decays it.
+    vegas.update({ startTime: 21, rtt: 100, inflight: 2, dropped: false });
+    expect(vegas.limit).toBeLessThan(afterDrop);
+    expect(vegas.lastDecision?.reason).toBe('app_limited');
+  });
+
+  test('a sample at use stops it', () => {
+    const vegas = new VegasLimit({
+      initialLimit: 20,
+      probeMultiplier: 1000,
+      recheckMultiplier: 1000,
+    });
+    for (let i = 0; i < 20; i++)
+      vegas.update({ startTime: i, rtt: 100, inflight: 2, dropped: false });
+    vegas.update({ startTime: 20, rtt: 100, inflight: 19, dropped: false });
+    const atUse = vegas.limit;
+    vegas.update({ startTime: 21, rtt: 100, inflight: 2, dropped: false });
+    expect(vegas.limit).toBe(atUse);
+  });
+});
