@@ -52,7 +52,8 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  * It adds the **late calls** itself ({@link ProbingLimit.onLate}): a call still in flight past
  * `LATE_RTTS` (4) no-load RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees
  * it, before it completes.
- * Both record the decision, built into {@link ProbingLimit.lastDecision} only when someone reads it.
+ * `hold` and `apply` record the decision, built into {@link ProbingLimit.lastDecision} only when
+ * someone reads it.
  * The rule stays in the subclass's `update` (not behind a template method) and the helpers are small
  * so that V8 inlines all of the per-sample path into that one function, within its inlining budget:
  * a template method measured about 20 % slower per update.
