@@ -7,7 +7,7 @@ export type {
   LimitReason,
   Sample,
 } from './algorithms/LimitAlgorithm.js';
-export type { NoLoadRttOptions } from './algorithms/NoLoadRtt.js';
+export type { NoLoadRttOptions } from './algorithms/noLoadRttOptions.js';
 export { VegasLimit, type VegasLimitOptions } from './algorithms/VegasLimit.js';
 export { WindowedLimit, type WindowedLimitOptions } from './algorithms/WindowedLimit.js';
 export {

@@ -3,13 +3,14 @@ import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { FixedLimit } from '../src/algorithms/FixedLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
-import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
+import { ProbeSchedule } from '../src/algorithms/ProbeSchedule.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
 import { seededRandom } from '../src/internal/random.js';
 import { Limiter } from '../src/limiter/Limiter.js';
 import { FakeClock, flush } from './support/FakeClock.js';
+import { probing } from './support/probes.js';
 
 const bounds = { minLimit: 2, maxLimit: 64, initialLimit: 16 };
 const fast = { probeMultiplier: 2, recheckMultiplier: 1, random: seededRandom(7) };
@@ -115,12 +116,12 @@ describe('algorithms accept rtt 0 and sub-microsecond rtts', () => {
     });
   }
 
-  test('NoLoadRtt never takes a baseline of 0 from a probe of zero rtts', () => {
-    const n = new NoLoadRtt({ probeMultiplier: 1, recheckMultiplier: 1, random: () => 0 });
+  test('the baseline never becomes 0 from probes of zero rtts', () => {
+    const n = probing({ probeMultiplier: 1, recheckMultiplier: 1, random: () => 0 });
     n.observe({ startTime: 0, rtt: 10, inflight: 1, dropped: false }, 10, 1);
     for (let i = 0; i < 500; i++)
       n.observe({ startTime: 100 + i, rtt: 0, inflight: 1, dropped: false }, 10, 1);
-    expect(n.value).toBeGreaterThan(0);
+    expect(n.baseline.value).toBeGreaterThan(0);
   });
 
   for (const [name, make] of algorithms) {
@@ -171,7 +172,7 @@ describe('defaults fit the bounds the user gave', () => {
     expect(() => new VegasLimit({ threshold: 4 })).not.toThrow(); // alpha 3 → 4, beta 6
     expect(() => new GradientLimit({ longWindow: 3 })).not.toThrow(); // shortWindow 5 → 3
     expect(() => new GradientLimit({ shortWindow: 1000 })).not.toThrow(); // longWindow 600 → 1000
-    expect(() => new NoLoadRtt({ probeDepth: 0.1 })).not.toThrow(); // minProbeDepth 0.125 → 0.1
+    expect(() => new ProbeSchedule({ probeDepth: 0.1 })).not.toThrow(); // minProbeDepth 0.125 → 0.1
     expect(() => new WindowedLimit(new FixedLimit(1), { maxSamples: 5 })).not.toThrow();
     expect(() => new WindowedLimit(new FixedLimit(1), { minSamples: 200 })).not.toThrow();
     expect(() => new CostEstimator({ floor: 100_000 })).not.toThrow(); // ceiling 60000 → floor

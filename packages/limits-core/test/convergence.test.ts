@@ -17,7 +17,7 @@ const C = 50;
 const B = 50;
 
 /**
- * Band statistics over [from, end): probe dips are deliberate, short and bounded (`NoLoadRtt`), so
+ * Band statistics over [from, end): probe dips are deliberate, short and bounded (`ProbeSchedule`), so
  * the band is judged on the other steps, and the share of dip steps is reported and bounded apart.
  */
 function band(t: Traced, from: number) {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm, Sample } from '../src/algorithms/LimitAlgorithm.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
@@ -189,5 +190,90 @@ describe('WindowedLimit passes late calls to its delegate', () => {
     expect(inner.late).toEqual([[2, 7]]);
     expect(windowed.limit).toBe(8);
     expect(new WindowedLimit({ limit: 3, update: () => 3 }).lateAfterMs).toBeUndefined();
+  });
+});
+
+describe('Vegas and Gradient count a late call as a dropped sample (ProbingLimit.onLate)', () => {
+  const noProbe = { probeMultiplier: 1000, recheckMultiplier: 1000 };
+
+  test('a call is late after 4 no-load RTTs (never before the first baseline)', () => {
+    const vegas = new VegasLimit(noProbe);
+    expect(vegas.lateAfterMs).toBe(Infinity);
+    vegas.update({ startTime: 0, rtt: 30, inflight: 20, dropped: false });
+    expect(vegas.lateAfterMs).toBe(120);
+  });
+
+  test('each late call is a drop by the rule, with reason late', () => {
+    const late = new VegasLimit({ initialLimit: 50, ...noProbe });
+    const dropped = new VegasLimit({ initialLimit: 50, ...noProbe });
+    late.onLate(3, 40);
+    for (let i = 0; i < 3; i++)
+      dropped.update({ startTime: i, rtt: 0, inflight: 40, dropped: true });
+    expect(late.limit).toBe(47); // 50 − 3 × L10 (1)
+    expect(late.limit).toBe(dropped.limit);
+    expect(late.lastDecision?.reason).toBe('late');
+  });
+
+  test('more late calls than the limit count as one round of drops', () => {
+    // Gradient with a slow smoothing: each drop closes 0.1 % of the gap to its target, so the number
+    // of drops shows.
+    const make = () => new GradientLimit({ initialLimit: 100, smoothing: 0.001, ...noProbe });
+    const many = make();
+    many.onLate(10_000, 100);
+    const round = make();
+    round.onLate(100, 100);
+    const fewer = make();
+    fewer.onLate(99, 100);
+    expect(many.limit).toBe(round.limit);
+    expect(fewer.limit).toBeGreaterThan(round.limit);
+  });
+
+  test('a count under 1, or an in-flight count that is not a number ≥ 0, does nothing', () => {
+    const vegas = new VegasLimit({ initialLimit: 50, ...noProbe });
+    vegas.onLate(0, 10);
+    vegas.onLate(0.5, 10);
+    vegas.onLate(Number.NaN, 10);
+    vegas.onLate(3, Number.NaN);
+    vegas.onLate(3, -1);
+    vegas.onLate(3, Infinity);
+    expect(vegas.limit).toBe(50);
+    expect(vegas.lastDecision).toBeUndefined();
+  });
+});
+
+describe('late calls and the probe dips (ProbingLimit.onLate)', () => {
+  test('late calls that take the limit down to a running dip call it off at once, and put the next a full spacing away', () => {
+    const run = () => {
+      // The spacings drawn: the first probe's, the next one's (both 0: 1 and 15 rounds), then 0
+      // for the call-off and 0.99 for the spacing after the late calls (0.995 × 30 rounds).
+      const draws = [0, 0, 0, 0.99];
+      const vegas = new VegasLimit({ maxLimit: 40, random: () => draws.shift() ?? 0 });
+      let t = 0;
+      const next = () => {
+        vegas.update({ startTime: t, rtt: 100, inflight: Math.floor(vegas.limit), dropped: false });
+        t += 10;
+        return vegas.lastDecision?.reason;
+      };
+      const until = (reason: string) => {
+        for (let i = 0; i < 10_000; i++) if (next() === reason) return;
+        throw new Error(`no ${reason}`);
+      };
+      until('probe_end'); // the first probe
+      until('probe'); // the next
+      // A normal dip, to 30 of 40; ten late calls take the limit to it (one unit each).
+      expect(vegas.limit).toBe(30);
+      vegas.onLate(10, 30);
+      // Rounds (samples ÷ limit) to the next dip.
+      let rounds = 0;
+      for (let i = 0; i < 10_000; i++) {
+        rounds += 1 / Math.max(1, vegas.limit);
+        if (next() === 'probe') return rounds;
+      }
+      throw new Error('no dip');
+    };
+    // Called off when the late calls came (not at the next sample, a draw later): 0.995 × 30.
+    const rounds = run();
+    expect(rounds).toBeGreaterThan(29.8);
+    expect(rounds).toBeLessThan(29.9);
   });
 });

@@ -7,6 +7,7 @@ import {
   LATE_PROBE_CAPACITY,
   LATE_PROBE_SPACING_MS,
   LATE_PROBES_FOR_MS,
+  LateProbes,
   MAX_LATE_PROBES,
   maxLateProbes,
 } from '../src/limiter/LateProbes.js';
@@ -545,4 +546,48 @@ describe('late probes start on an even grid (S1: the first fast answer after the
       }
     },
   );
+});
+
+describe('LateProbes, driven directly', () => {
+  test('the bound beyond the limit is max(3, 8 − limit), as the README gives it', () => {
+    expect([1, 4, 5, 6, 50].map(maxLateProbes)).toEqual([7, 4, 3, 3, 3]);
+  });
+
+  test('a slowdown 9 s after its first probe is a latency that moved: no new probe from then', () => {
+    const before = new LateProbes();
+    expect(before.allLate(0, true, 1)).toBe(true);
+    expect(before.allLate(8_999, true, 1)).toBe(true);
+    const after = new LateProbes();
+    expect(after.allLate(0, true, 1)).toBe(true);
+    expect(after.allLate(9_000, true, 1)).toBe(false);
+    expect(after.probing).toBe(false);
+  });
+
+  test('held units start on an even grid, at least half a gap after a late tick', () => {
+    const probes = new LateProbes();
+    // A late call of 3 s ends with 4 more out under a limit of 1: the capacity the probes may reach
+    // is 1 + 4, so one start every 3000 / 5 = 600 ms; one starts now, the other 4 are held.
+    expect(probes.paceEnd(0, 3_000, 1, 4, 1, true)).toBe(true);
+    expect(probes.held).toBe(4);
+    expect(probes.paceTick(599)).toBe(false);
+    expect(probes.paceTick(650)).toBe(true); // 50 ms late: the next is still due at 1200
+    expect(probes.paceTick(1_199)).toBe(false);
+    expect(probes.paceTick(1_200)).toBe(true); // on the grid
+    // A tick 400 ms late (at 2200, due at 1800): the next is a whole gap after it, not at 2400.
+    expect(probes.paceTick(2_200)).toBe(true);
+    expect(probes.paceTick(2_400)).toBe(false);
+    expect(probes.paceTick(2_800)).toBe(true);
+    expect(probes.held).toBe(0);
+  });
+
+  test('pacing never holds the last unit back', () => {
+    const probes = new LateProbes();
+    expect(probes.paceEnd(0, 3_000, 1, 4, 1, true)).toBe(true);
+    expect(probes.held).toBe(4); // of the 5 units, one started at once
+    // Another late call ends before the next start is due: the unit it frees is not held (a call
+    // can always start, and its ticks give the held units back).
+    expect(probes.paceEnd(100, 3_000, 1, 4, 1, true)).toBe(false);
+    expect(probes.held).toBe(4);
+    expect(probes.capacity(1, 0)).toBe(1);
+  });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
 import type { LimitAlgorithm } from '../src/algorithms/LimitAlgorithm.js';
-import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
+import { ProbeSchedule } from '../src/algorithms/ProbeSchedule.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
@@ -199,7 +199,7 @@ describe('algorithm and CostEstimator options are checked at construction', () =
       () => new WindowedLimit(new AimdLimit(), { window: 5 } as never),
       /unknown option "windowed.window"/,
     ],
-    [() => new NoLoadRtt({ probeDept: 0.5 } as never), /did you mean "probe.probeDepth"\?/],
+    [() => new ProbeSchedule({ probeDept: 0.5 } as never), /did you mean "probe.probeDepth"\?/],
     [() => new CostEstimator({ celing: 5 } as never), /did you mean "costs.ceiling"\?/],
     [() => new VegasLimit(null as never), /option "vegas" must be an object, got null/],
   ])('an unknown key or a non-object is a TypeError naming it (%#)', (construct, message) => {

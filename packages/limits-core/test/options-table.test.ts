@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { AimdLimit } from '../src/algorithms/AimdLimit.js';
 import { GradientLimit } from '../src/algorithms/GradientLimit.js';
-import { NoLoadRtt } from '../src/algorithms/NoLoadRtt.js';
+import { ProbeSchedule } from '../src/algorithms/ProbeSchedule.js';
 import { VegasLimit } from '../src/algorithms/VegasLimit.js';
 import { WindowedLimit } from '../src/algorithms/WindowedLimit.js';
 import { CostEstimator } from '../src/fairness/CostEstimator.js';
@@ -69,7 +69,7 @@ const targets: Record<string, Target[]> = {
   bounds: [vegas, gradient, aimd],
   VegasLimit: [vegas],
   GradientLimit: [gradient],
-  NoLoadRtt: [{ prefix: 'probe.', build: (o) => new NoLoadRtt(o) }, vegas, gradient],
+  NoLoadRtt: [{ prefix: 'probe.', build: (o) => new ProbeSchedule(o) }, vegas, gradient],
   AimdLimit: [aimd],
   WindowedLimit: [{ prefix: 'windowed.', build: (o) => new WindowedLimit(new AimdLimit(), o) }],
   CostEstimator: [{ prefix: 'costs.', build: (o) => new CostEstimator(o) }],

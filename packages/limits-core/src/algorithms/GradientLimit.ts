@@ -1,6 +1,5 @@
 import { checkFunction, checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NoLoadRtt } from './NoLoadRtt.js';
 import { NO_LOAD_RTT_KEYS } from './noLoadRttOptions.js';
 import { ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
@@ -98,7 +97,7 @@ class Ewma {
  *   from an older limit cannot push the limit past what they measured (Gradient2's per-sample
  *   `L × gradient` swings around the capacity);
  * - a dropped sample counts as the worst gradient instead of being ignored;
- * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link NoLoadRtt}), so it
+ * - the long average is capped at `longCap ×` a probe-measured no-load RTT ({@link Baseline}), so it
  *   cannot drift up under sustained load; it is also pulled down (×0.95) when it exceeds twice the short;
  * - after late calls (`onLate`), an answer within `tolerance ×` the baseline while the short average
  *   reads the lowest gradient restarts that average: after a latency spike the gradient is back at
@@ -170,7 +169,7 @@ export class GradientLimit extends ProbingLimit {
       integer: true,
     });
     const longCap = checkNumber('gradient.longCap', options.longCap, 1, { min: 1 });
-    super(bounds, new NoLoadRtt(options, 'gradient', Math.min(1.25, Math.max(1.1, tolerance))));
+    super(bounds, options, 'gradient', Math.min(1.25, Math.max(1.1, tolerance)));
     this.#tolerance = tolerance;
     this.#allowance = allowance;
     this.#smoothing = smoothing;

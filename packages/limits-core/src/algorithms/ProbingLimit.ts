@@ -1,6 +1,9 @@
 import { clamp } from '../internal/validate.js';
+import { AppLimitedDecay, appLimited } from './AppLimited.js';
+import { Baseline } from './Baseline.js';
 import type { LimitAlgorithm, LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import type { NoLoadRtt, NoLoadRttOptions, ProbeState } from './NoLoadRtt.js';
+import type { NoLoadRttOptions } from './noLoadRttOptions.js';
+import { ProbeSchedule, type ProbeState } from './ProbeSchedule.js';
 import { SlowStart } from './SlowStart.js';
 import { usableSample } from './usableSample.js';
 
@@ -10,35 +13,7 @@ import { usableSample } from './usableSample.js';
  */
 export const LATE_RTTS = 4;
 
-/** A sample admitted under less than this share of the limit cannot validate it as a good level. */
-const VALID_USE = 0.75;
-
-/** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
-const VALID_RTT = 1.25;
-
-/**
- * App-limited headroom: growth stops while the limit is more than this many times the in-flight a
- * sample was admitted under, and an unused limit decays toward this many times the peak in-flight
- * of a round (the peak, as RFC 7661's pipeACK, so a bursty caller keeps room for its bursts).
- */
-const HEADROOM = 1.5;
-
-/** Share of the gap to the app-limited target closed per round of `limit` samples. */
-const DECAY_PER_ROUND = 0.5;
-
-/**
- * The app-limited rule: a sample admitted under `inflight` units judges the limit `L` over 1.5× that
- * (2× while slow start doubles per round: its samples were admitted under half the limit they now
- * judge), unless it used every whole unit the limit lets through (`inflight ≥ floor(L)`): a limit of
- * 1.5 lets one call through, and a sample that took it is at full use. (Judged against `L` alone,
- * every estimate in (1.5, 2) would read one call in flight as unused, and the limit could never grow
- * from there.)
- */
-function appLimited(slowStart: boolean, inflight: number, L: number): boolean {
-  return (slowStart ? 2 : HEADROOM) * inflight < L && inflight < Math.floor(L);
-}
-
-/** The bounds every probe-based algorithm takes, with the probe options of its {@link NoLoadRtt}. */
+/** The bounds every probe-based algorithm takes, with the options of its {@link ProbeSchedule}. */
 export interface ProbingLimitOptions extends NoLoadRttOptions {
   /** Starting limit, ≥ 1. @default 20, clamped into `[minLimit, maxLimit]` */
   initialLimit?: number;
@@ -53,46 +28,44 @@ export interface ProbingLimitOptions extends NoLoadRttOptions {
  * exported from the package. After Netflix's `AbstractLimit`: one place applies a new limit.
  *
  * A subclass's `update` holds only its own rule, between two calls to the base:
- * 1. `admit(sample)` ignores an unusable sample ({@link usableSample}) and feeds the {@link NoLoadRtt}
- *    baseline, whose probe schedule may start or end a dip (its answer is left in `probe`);
+ * 1. `admit(sample)` ignores an unusable sample ({@link usableSample}) and feeds the {@link Baseline}
+ *    (which may fall, or go stale) and then the {@link ProbeSchedule}, which may start or end a dip
+ *    (its answer is left in `probe`);
  * 2. `hold(sample, reason?)` keeps the limit (a probe sample, `warmup`), or `apply(reason, next, sample)`
- *    applies the rule's target: growth is suppressed while `1.5 × inflight < limit` (`2 ×` during
- *    slow start; reason
- *    `app_limited`; falls still apply), the target is smoothed (`smooth`) and clamped to
- *    `[minLimit, maxLimit]`, a non-finite result keeps the last good limit, and {@link SlowStart}
- *    hears of it.
+ *    applies the rule's target: growth is suppressed while the sample is app-limited
+ *    ({@link appLimited}: `1.5 × inflight < limit`, `2 ×` during slow start; reason `app_limited`;
+ *    falls still apply), the target is smoothed (`smooth`) and clamped to `[minLimit, maxLimit]`,
+ *    the app-limited decay applies, a non-finite result keeps the last good limit, and
+ *    {@link SlowStart} hears of it.
  *
- * Around the rule, the base adds:
- * - **app-limited decay** (after TCP's congestion-window validation, RFC 7661): once in-flight has
- *   stayed under the headroom for a whole round of samples, the limit decays toward 1.5× the peak
- *   in-flight of the last such round (never below `minLimit`), closing half the gap per
- *   round; a limit that is never used is no evidence of capacity, and a spike would fill all of it
- *   before the first slow sample returns. Regrowth is fast: the last good level is kept and
- *   {@link SlowStart} aims back at it when demand returns;
- * - **late calls** ({@link ProbingLimit.onLate}): a call still in flight past `LATE_RTTS` (4) no-load
- *   RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees it, before it
- *   completes;
- * - **fast regain**: {@link SlowStart} re-arms toward the last good level when latency is back at
- *   the baseline after any collapse.
- * Both record the decision, built into {@link ProbingLimit.lastDecision} only when someone reads it.
+ * The parts it composes, each a rule in its own file with its own tests:
+ * - the **baseline** ({@link Baseline}, `Baseline.ts`): the no-load RTT, and when it goes stale;
+ * - the **probe schedule** ({@link ProbeSchedule}, `ProbeSchedule.ts`): the dips that relearn it;
+ *   while one runs, {@link ProbingLimit.limit} answers the dip limit, and the algorithm's own
+ *   estimate (`estimate`) is kept and restored when the dip ends; a probe that finds the baseline
+ *   collapsed restarts the estimate from the dip with a fresh slow start;
+ * - the **app-limited decay** ({@link AppLimitedDecay}, `AppLimited.ts`): a limit left unused for a
+ *   whole round decays toward 1.5× the peak in-flight used;
+ * - **slow start and fast regain** ({@link SlowStart}, `SlowStart.ts`): after any collapse (drops,
+ *   late calls, a spike, an app-limited decay) slow start re-arms toward the last good level when
+ *   latency is back at the baseline.
+ * It adds the **late calls** itself ({@link ProbingLimit.onLate}): a call still in flight past
+ * `LATE_RTTS` (4) no-load RTTs counts as a dropped sample (reason `late`) as soon as the limiter sees
+ * it, before it completes.
+ * `hold` and `apply` record the decision, built into {@link ProbingLimit.lastDecision} only when
+ * someone reads it.
  * The rule stays in the subclass's `update` (not behind a template method) and the helpers are small
  * so that V8 inlines all of the per-sample path into that one function, within its inlining budget:
  * a template method measured about 20 % slower per update.
- *
- * While a probe runs, {@link ProbingLimit.limit} answers the dip limit; the algorithm's own estimate
- * (`estimate`) is kept and restored when the dip ends.
  */
 export abstract class ProbingLimit implements LimitAlgorithm {
   readonly #minLimit: number;
   readonly #maxLimit: number;
-  readonly #noLoad: NoLoadRtt;
+  readonly #baseline: Baseline;
+  readonly #probes: ProbeSchedule;
   readonly #slowStart: SlowStart;
+  readonly #decay: AppLimitedDecay;
   #estimate: number;
-  // App-limited decay: the in-flight of the app-limited samples of the current round, and the
-  // target from the last whole round (0: not decaying).
-  #idleMax = 0;
-  #idleCount = 0;
-  #decayTo = 0;
   /** The dropped sample `onLate` applies (one object, reused). */
   readonly #late: Sample = { startTime: 0, rtt: 0, inflight: 0, dropped: true };
   // The last decision, kept as numbers and built on demand: the limiter reads it only for `limit`
@@ -104,17 +77,27 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   protected probe: ProbeState = 'none';
 
   /**
-   * Takes its parts already checked, so the subclass keeps the order in which options are checked
-   * (keys, bounds, its own, then the probe options).
+   * Builds the baseline and its probe schedule; called after the subclass checked its keys, the
+   * bounds and its own options, so the probe options are checked last.
    * @param bounds - from `checkLimits`.
-   * @param noLoad - the baseline, built from the algorithm's options with its prefix.
+   * @param options - the algorithm's options (the probe options are read from them).
+   * @param owner - the algorithm's option prefix, for the probe options' messages.
+   * @param fresh - the baseline's freshness factor (see {@link Baseline}'s constructor).
+   * @throws RangeError/TypeError naming a probe option out of range or of the wrong type.
    */
-  protected constructor(bounds: { initial: number; min: number; max: number }, noLoad: NoLoadRtt) {
+  protected constructor(
+    bounds: { initial: number; min: number; max: number },
+    options: NoLoadRttOptions,
+    owner: string,
+    fresh?: number,
+  ) {
     this.#minLimit = bounds.min;
     this.#maxLimit = bounds.max;
-    this.#noLoad = noLoad;
+    this.#baseline = new Baseline(fresh);
+    this.#probes = new ProbeSchedule(options, owner, this.#baseline);
     this.#estimate = bounds.initial;
     this.#slowStart = new SlowStart(bounds.max);
+    this.#decay = new AppLimitedDecay(bounds.min, this.#slowStart);
   }
 
   /** The highest limit this algorithm can answer (the limiter refuses costlier requests). */
@@ -125,7 +108,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   /** The current limit (the dip limit while a probe runs, or the estimate if that fell below it). */
   get limit(): number {
     const estimate = this.#estimate;
-    return this.#noLoad.probing ? Math.min(this.#noLoad.dipLimit, estimate) : estimate;
+    return this.#probes.probing ? Math.min(this.#probes.dipLimit, estimate) : estimate;
   }
 
   /**
@@ -133,7 +116,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    * positive, finite RTT).
    */
   get baselineRttMs(): number {
-    return this.#noLoad.value;
+    return this.#baseline.value;
   }
 
   /**
@@ -142,7 +125,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
    * {@link LimitAlgorithm.lateAfterMs}).
    */
   get lateAfterMs(): number {
-    return LATE_RTTS * this.#noLoad.value;
+    return LATE_RTTS * this.#baseline.value;
   }
 
   /**
@@ -161,10 +144,10 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     // More late calls than the limit cannot say more than a whole round of drops.
     const n = Math.min(count, Math.max(1, Math.ceil(this.#estimate)));
     for (let i = 0; i < n; i++) this.apply('late', this.dropTarget(this.#estimate, inflight), late);
-    // A dip the limit fell to is called off (see NoLoadRtt.cancel), and the next one waits a normal
-    // spacing from the last late call (see NoLoadRtt.postpone).
-    if (this.#estimate <= this.#noLoad.dipLimit) this.#noLoad.cancel();
-    this.#noLoad.postpone();
+    // A dip the limit fell to is called off (see ProbeSchedule.cancel), and the next one waits a
+    // normal spacing from the last late call (see ProbeSchedule.postpone).
+    if (this.#estimate <= this.#probes.dipLimit) this.#probes.cancel();
+    this.#probes.postpone();
   }
 
   /** Why the last update decided what it did, and the numbers behind it. */
@@ -206,9 +189,11 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     const sample = usableSample(input);
     if (sample !== undefined) {
       const L = this.#estimate;
-      const noLoad = this.#noLoad;
-      this.probe = noLoad.observe(
+      const probes = this.#probes;
+      const stale = this.#baseline.observe(sample, probes.probing);
+      this.probe = probes.observe(
         sample,
+        stale,
         L,
         this.#minLimit,
         !this.#slowStart.regaining,
@@ -216,8 +201,8 @@ export abstract class ProbingLimit implements LimitAlgorithm {
       );
       // A probe that cut the baseline to two thirds or less: the limit was judged against queueing;
       // it restarts from the dip with a fresh slow start (as from an initial limit).
-      if (this.probe === 'end' && noLoad.collapsed && noLoad.dipLimit < L) {
-        this.#estimate = Math.max(this.#minLimit, noLoad.dipLimit);
+      if (this.probe === 'end' && this.#baseline.collapsed && probes.dipLimit < L) {
+        this.#estimate = Math.max(this.#minLimit, probes.dipLimit);
         this.#slowStart.restart(sample.startTime + sample.rtt);
       }
     }
@@ -234,7 +219,7 @@ export abstract class ProbingLimit implements LimitAlgorithm {
   ): number {
     this.#reason = reason;
     this.#rtt = sample.rtt;
-    this.#base = this.#noLoad.value;
+    this.#base = this.#baseline.value;
     return this.limit;
   }
 
@@ -252,60 +237,22 @@ export abstract class ProbingLimit implements LimitAlgorithm {
     let estimate = clamp(this.smooth(L, next), this.#minLimit, this.#maxLimit);
     if (!sample.dropped) {
       if (idle) {
-        const decayed = this.#decay(L, estimate, sample, reason);
+        const decayed = this.#decay.idle(estimate, L, sample.inflight, sample.startTime, reason);
         if (decayed < estimate) {
           estimate = decayed;
           reason = 'app_limited';
         }
-      } else if (this.#idleCount !== 0 || this.#decayTo !== 0) {
-        this.#idleMax = this.#idleCount = this.#decayTo = 0;
+      } else {
+        this.#decay.used();
       }
     }
     if (Number.isFinite(estimate)) this.#estimate = estimate;
-    const base = this.#noLoad.value;
-    if (!sample.dropped) this.#after(L, reason, sample, base);
+    const base = this.#baseline.value;
+    if (!sample.dropped) this.#slowStart.after(L, this.#estimate, reason, sample, base);
     this.#reason = reason;
     this.#rtt = sample.rtt;
     this.#base = base;
     return this.limit;
-  }
-
-  /**
-   * Tells {@link SlowStart} of a decision that was not a drop. A sample validates the limit `L` it
-   * was judged against as a good level when it was at full use (admitted at 75 % of the limit or
-   * more) and showed no queueing, by the decision and by its own RTT (the averages lag a round: at
-   * the top of an overshoot they still read steady); an increase in slow start does not count
-   * either: it doubles faster than its samples can show queueing.
-   */
-  #after(L: number, reason: LimitReason, sample: Sample, base: number): void {
-    const slowStart = this.#slowStart;
-    const growing = reason === 'increase';
-    const validated =
-      (growing ? !slowStart.active : reason === 'steady') &&
-      sample.inflight >= VALID_USE * L &&
-      sample.rtt <= VALID_RTT * base;
-    slowStart.after(L, this.#estimate, validated, growing, sample.startTime + sample.rtt);
-  }
-
-  /**
-   * App-limited decay (see the class comment): counts the sample into the round, and once a whole
-   * round was app-limited moves the estimate toward 1.5× its peak in-flight.
-   */
-  #decay(L: number, estimate: number, sample: Sample, reason: LimitReason): number {
-    if (reason !== 'app_limited' && reason !== 'steady') return estimate;
-    const inflight = sample.inflight;
-    const startTime = sample.startTime;
-    if (inflight > this.#idleMax) this.#idleMax = inflight;
-    if (++this.#idleCount >= L) {
-      this.#decayTo = Math.max(this.#minLimit, HEADROOM * this.#idleMax);
-      // A whole round unused: the initial slow start pauses (a growing sample at full use resumes
-      // it), so the decay and the growth rule use the headroom, not slow start's 2×.
-      this.#slowStart.pause(startTime);
-      this.#idleMax = this.#idleCount = 0;
-    }
-    const to = this.#decayTo;
-    if (to === 0 || estimate <= to) return estimate;
-    return estimate - ((estimate - to) * DECAY_PER_ROUND) / Math.max(1, L);
   }
 
   /** The new estimate from the old one and the target. */

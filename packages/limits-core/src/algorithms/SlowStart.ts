@@ -1,5 +1,13 @@
+import type { LimitReason, Sample } from './LimitAlgorithm.js';
+
 /** A regain holds probes off for at most this many rounds at its target level (see `regaining`). */
 const REGAIN_ROUNDS = 4;
+
+/** A sample admitted under less than this share of the limit cannot validate it as a good level. */
+const VALID_USE = 0.75;
+
+/** A sample slower than this many no-load RTTs cannot validate its limit as a good level. */
+const VALID_RTT = 1.25;
 
 /**
  * Slow start for the delay-based algorithms: growth doubles per round (each sample adds 1) instead
@@ -78,14 +86,31 @@ export class SlowStart {
   }
 
   /**
-   * Called after each decision that was not a drop.
+   * Called after each decision that was not a drop. The sample validates the limit `before` it was
+   * judged against as a good level when it was at full use (admitted at 75 % of that limit or more)
+   * and showed no queueing, by the decision (`steady`, or `increase` outside slow start) and by its
+   * own RTT (at most 1.25× the baseline: the averages lag a round, and at the top of an overshoot
+   * they still read steady); an increase in slow start does not count: it doubles faster than its
+   * samples can show queueing.
    * @param before - the limit the sample was judged against.
    * @param limit - the new limit.
-   * @param validated - the sample was at full use and showed no queueing (`increase` or `steady`).
-   * @param growing - the decision was an increase.
-   * @param now - the end time of the sample (clock ms).
+   * @param reason - the decision.
+   * @param sample - the sample decided on.
+   * @param baseline - the no-load RTT the decision compared with (ms).
    */
-  after(before: number, limit: number, validated: boolean, growing: boolean, now: number): void {
+  after(
+    before: number,
+    limit: number,
+    reason: LimitReason,
+    sample: Sample,
+    baseline: number,
+  ): void {
+    const growing = reason === 'increase';
+    const validated =
+      (growing ? !this.active : reason === 'steady') &&
+      sample.inflight >= VALID_USE * before &&
+      sample.rtt <= VALID_RTT * baseline;
+    const now = sample.startTime + sample.rtt;
     if (this.#rearmed) this.#regainSamples++;
     if (this.active && limit >= this.#target) this.active = false;
     if (this.#paused && validated && growing) {

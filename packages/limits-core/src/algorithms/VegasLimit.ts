@@ -1,6 +1,5 @@
 import { checkKeys, checkLimits, checkNumber, clamp } from '../internal/validate.js';
 import type { LimitDecision, LimitReason, Sample } from './LimitAlgorithm.js';
-import { NoLoadRtt } from './NoLoadRtt.js';
 import { NO_LOAD_RTT_KEYS } from './noLoadRttOptions.js';
 import { LATE_RTTS, ProbingLimit, type ProbingLimitOptions } from './ProbingLimit.js';
 
@@ -134,7 +133,7 @@ export class VegasLimit extends ProbingLimit {
         `limits: option "vegas.threshold" (${threshold}) must be ≤ "vegas.beta" (${beta})`,
       );
     }
-    super(bounds, new NoLoadRtt(options, 'vegas'));
+    super(bounds, options, 'vegas');
     this.#smoothing = smoothing;
     const lo = Number.isNaN(threshold) ? 0 : threshold;
     this.#alpha = Number.isNaN(alpha) ? clamp(3, lo, Number.isNaN(beta) ? Infinity : beta) : alpha;

@@ -1,4 +1,4 @@
-// The probe options of Vegas and Gradient (kept apart from NoLoadRtt, which reads them).
+// The probe options of Vegas and Gradient (kept apart from ProbeSchedule, which reads them).
 import type { Random } from '../internal/random.js';
 
 /** @internal The option names of {@link NoLoadRttOptions} (the delay-based algorithms take them too). */
@@ -13,7 +13,8 @@ export const NO_LOAD_RTT_KEYS = [
 
 /**
  * The probe options of {@link VegasLimit} and {@link GradientLimit} (part of their options): how their
- * {@link NoLoadRtt} schedules the short dips that relearn the no-load RTT.
+ * probe schedule ({@link ProbeSchedule}) spaces and sizes the short dips that relearn the no-load RTT
+ * ({@link Baseline}).
  */
 export interface NoLoadRttOptions {
   /**

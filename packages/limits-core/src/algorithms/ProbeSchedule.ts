@@ -1,96 +1,60 @@
+/**
+ * @packageDocumentation
+ * The probe schedule: the short dips of the limit that relearn the {@link Baseline} (no-load RTT)
+ * under load. Under sustained saturation no sample is ever unloaded, so the baseline is relearned by
+ * briefly lowering the limit (as BBR's ProbeRTT and Netflix Gradient v1 do).
+ *
+ * The rule, in plain words:
+ * - **When a probe starts.** Every `U[0.5, 1) × probeMultiplier` rounds (a round is `limit`
+ *   samples), counted down by `1 / limit` per sample; the first comes within half a recheck's spacing
+ *   (`recheckMultiplier / 2` rounds: the first samples may all have queued), and the one after a
+ *   probe that moved the baseline a recheck's spacing away (`recheckMultiplier`). A due probe waits
+ *   while the algorithm says it may not start (a regain of the last good level) and while a dip
+ *   would not lower the capacity (a limit at the floor). A stale baseline starts the deepest probe at
+ *   once, whatever the spacing.
+ * - **How deep it dips.** To `max(minLimit, floor(limit × depth))`: `probeDepth` (¾) normally; half
+ *   at most for the first probe and after three at a normal depth; after a move, half the depth of
+ *   that probe (from at most half) for a move within a quarter, a quarter of it for a larger one,
+ *   never below `minProbeDepth`; `minProbeDepth` for a stale baseline. A probe that comes due while
+ *   the load leaves the limit well unused (the algorithm's app-limited rule) is **open**: it does not
+ *   dip at all (`dipLimit` is `Infinity`), unless the last open probe read a rise (then it dips) or
+ *   it is the one for a stale baseline.
+ * - **How it measures.** Its clean samples are those that started during the dip and were admitted
+ *   with at most `dipLimit` units in flight; it ends at `probeSamples` of them (their median is the
+ *   candidate, handed to {@link Baseline.measured}) or after `2 × limit + 20` samples. A dip that
+ *   no sample came in under takes the samples admitted under the fewest units in flight instead,
+ *   when it is the deepest probe or those were at most half the limit.
+ * - **When it is cancelled.** Without a result, when the limit falls to its dip or under it (drops,
+ *   late calls), or when it outlasts {@link PROBE_MAX_RTTS} baselines (latency rose under it); never
+ *   the deepest probe for a stale baseline. The next one is a normal spacing away (a recheck's for a
+ *   recheck).
+ * - **When it is postponed.** Late calls (a slowdown) put the next probe a normal spacing away,
+ *   except before the first probe and during a recheck.
+ *
+ * Internal (not exported from the package): {@link ProbingLimit} builds one over its baseline, and
+ * holds the limit at {@link ProbeSchedule.dipLimit} while a probe runs.
+ */
 import type { Random } from '../internal/random.js';
 import { checkFunction, checkKeys, checkNumber } from '../internal/validate.js';
+import { Baseline, type ProbeResult, rttUsable } from './Baseline.js';
 import type { Sample } from './LimitAlgorithm.js';
 import { NO_LOAD_RTT_KEYS, type NoLoadRttOptions } from './noLoadRttOptions.js';
-
-export type { NoLoadRttOptions } from './noLoadRttOptions.js';
-
-/**
- * Between probes the baseline only descends to a sample 20 % or more below it: smaller dips are
- * RTT noise, and following them would bias the baseline to the noise's low edge (which reads as a
- * standing queue of `noise × limit` in Vegas' estimate, and as a gradient under 1 in Gradient's).
- * With 10 % a downstream with ±10 % jitter kept the baseline at that edge, 10 % under the median the
- * next probe measures: every probe read as a move and scheduled a deeper one.
- */
-const DESCEND = 0.8;
-
-/**
- * Only a positive, finite RTT can be a baseline: 0 (a millisecond clock) would make every later RTT
- * look like infinite queueing.
- */
-function rttUsable(rtt: number): boolean {
-  return rtt > 0 && rtt < Infinity;
-}
-
-/**
- * A probe's candidate further than this share from the baseline is a move whatever the spread of its
- * samples, and its recheck dips deeper; within it, a move must exceed that spread (noise) and its
- * recheck dips to half the limit at most: with ±10 % jitter a median of 5 samples differs from the
- * last one by 10–17 % now and then, and a recheck at a quarter of the limit refused about 14 calls of
- * a load that used half of it (after a latency spike).
- */
-const NOISE_MAX = 0.25;
-
-/** A probe that lowers the baseline to this share or less finds the limit was set against queueing. */
-const COLLAPSE = 2 / 3;
-
-/** Samples in the average RTT outside probes. */
-const LOADED_SAMPLES = 16;
-
-/** A probe's candidate this close to the RTT at the full limit saw no queue to drain. */
-const SAME_RTT = 0.97;
 
 /** Probes at a normal depth above half between two at half (the first probe is at half too). */
 const SHALLOW_RUN = 3;
 
 /**
- * The baseline is stale when no usable sample came within {@link FRESH} of it (with the recent
- * average RTT also within it), and no probe measured, for this long (ms, on the samples' clock):
- * the next sample then starts the deepest probe, whose result replaces the
- * baseline whatever it is (BBR's 10 s min-RTT expiry and ProbeRTT). Without it a downstream whose
- * no-load latency moved up for good (20 ms → 500 ms) would keep the limit at its floor: every call
- * reads as queueing and late, and shallow probes may raise the baseline only ×2 at a time. Shorter
- * slowdowns (a spike of a few seconds) end before it, so the limit holds few calls on them.
- */
-export const BASELINE_MAX_AGE_MS = 10_000;
-
-/**
  * A dip still short of clean samples this many baselines after it began is called off without a
- * result (see {@link NoLoadRtt.cancel}): latency rose under it (a spike), so its samples would not
- * measure a no-load RTT, and it would hold the limit down when latency comes back.
+ * result (see {@link ProbeSchedule.cancel}): latency rose under it (a spike), so its samples would
+ * not measure a no-load RTT, and it would hold the limit down when latency comes back.
  */
-const PROBE_MAX_RTTS = 20;
+export const PROBE_MAX_RTTS = 20;
 
-/** A sample within this factor of the baseline keeps it fresh. */
-const FRESH = 1.25;
-
-/** What {@link NoLoadRtt.observe} tells the algorithm to do with the current sample. */
+/** What {@link ProbeSchedule.observe} tells the algorithm to do with the current sample. */
 export type ProbeState = 'none' | 'dip' | 'end';
 
-/**
- * Tracks the no-load (baseline) RTT of a downstream for delay-based algorithms and schedules short
- * probe dips to relearn it. Internal (not exported from the package): Vegas and Gradient
- * build one from their options.
- *
- * Between probes the baseline can only fall, only to the **second** lowest RTT seen, and only when that
- * is at least 20 % below it, so one lucky sample (a cached or short-circuited reply) cannot drag it
- * down and RTT noise cannot bias it to the noise's low edge. A probe's candidate is the median of its
- * clean samples, and a candidate within ±10 % (or within the spread of the probe's own samples)
- * refreshes the baseline without counting as a move. A probe is called off without a result when
- * the limit falls to its dip or it outlasts 20 baselines (see {@link NoLoadRtt.cancel}), and a due
- * probe waits for a limit it can dip. Under sustained saturation no sample is ever unloaded, so the baseline is relearned by briefly lowering the limit (as BBR's ProbeRTT and
- * Netflix Gradient v1 do): the samples that started during the dip at low in-flight give the candidate.
- * A candidate that rises is capped at ×2 unless measured at the deepest dip, and every probe that
- * moves the baseline schedules a deeper, sooner follow-up; a probe that confirms it restores the
- * normal depth and spacing. So a lasting latency shift is learned in a few probes while queueing at a
- * shallow dip cannot make the baseline drift upward.
- */
-export class NoLoadRtt {
-  /**
-   * The current baseline in ms, always > 0; `Infinity` until the first positive, finite RTT (RTTs of 0,
-   * which a millisecond clock reports for fast calls, never become the baseline).
-   */
-  value = Infinity;
+/** The probe dips of one algorithm (see the file comment for their rule). */
+export class ProbeSchedule {
   /** The limit to hold while a probe dip is running (`Infinity` for an open probe). */
   dipLimit = 0;
   /**
@@ -104,12 +68,8 @@ export class NoLoadRtt {
    * always dips.
    */
   open = false;
-  /**
-   * The last probe lowered the baseline to two thirds or less: the limit was set against a baseline
-   * that was mostly queueing (a start far above the capacity), and should not stay above the dip.
-   */
-  collapsed = false;
 
+  readonly #baseline: Baseline;
   readonly #probeMultiplier: number;
   readonly #recheckMultiplier: number;
   readonly #probeDepth: number;
@@ -117,16 +77,9 @@ export class NoLoadRtt {
   readonly #probeSamples: number;
   readonly #random: Random;
 
-  #low1 = Infinity;
-  #low2 = Infinity;
   /** Rounds (of `limit` samples) until the next probe (≤ 0: due); NaN before the first sample. */
   #untilProbe = Number.NaN;
-  #valueAtProbe = Infinity;
   #depth: number;
-  /** The average RTT outside probes (at the full limit), from 0. */
-  #loaded = 0;
-  /** `#loaded` when the running probe started. */
-  #loadedAtProbe = 0;
   /** The depth of the running (or last) probe. */
   #probeAt = 1;
   /** Probes at a normal depth above half since the last one at half or deeper. */
@@ -152,24 +105,17 @@ export class NoLoadRtt {
    */
   readonly #leastRtts: number[] = [];
   #leastInflight = Infinity;
-  /** End time of the last usable sample within {@link FRESH} of the baseline (see {@link BASELINE_MAX_AGE_MS}). */
-  #freshAt = Number.NaN;
-  /** See the constructor's `fresh`. */
-  readonly #fresh: number;
 
   /**
-   * @param owner - the option prefix in messages; an algorithm passes its own (with its options,
-   *   whose keys it checks itself). Standalone (`'probe'`), unknown keys are refused here.
+   * @param options - the probe options (the algorithm's options, whose other keys it checks itself).
+   * @param owner - the option prefix in messages; an algorithm passes its own. Standalone
+   *   (`'probe'`), unknown keys are refused here.
+   * @param baseline - the baseline the probes measure, and whose result they hand it.
    * @throws RangeError/TypeError naming an option out of range or of the wrong type, or unknown.
    */
-  /**
-   * @param fresh - how far above the baseline (a factor) the RTTs may be and still keep it fresh: an
-   *   algorithm whose rule tolerates less (Gradient's `tolerance`) passes that, or a latency that
-   *   moved up by less than {@link FRESH} would hold its limit for good without ever going stale.
-   */
-  constructor(options: NoLoadRttOptions = {}, owner = 'probe', fresh = FRESH) {
-    this.#fresh = fresh;
-    if (owner === 'probe') checkKeys('NoLoadRtt', options, NO_LOAD_RTT_KEYS, 'probe.');
+  constructor(options: NoLoadRttOptions = {}, owner = 'probe', baseline = new Baseline()) {
+    this.#baseline = baseline;
+    if (owner === 'probe') checkKeys('ProbeSchedule', options, NO_LOAD_RTT_KEYS, 'probe.');
     this.#probeMultiplier = checkNumber(`${owner}.probeMultiplier`, options.probeMultiplier, 30, {
       min: 1,
     });
@@ -205,38 +151,27 @@ export class NoLoadRtt {
   }
 
   /**
-   * Feeds one sample. Returns `dip` while a probe holds the limit at {@link NoLoadRtt.dipLimit},
-   * `end` on the sample that ends a probe, `none` otherwise.
+   * Feeds one sample (after the baseline saw it). Returns `dip` while a probe holds the limit at
+   * {@link ProbeSchedule.dipLimit}, `end` on the sample that ends a probe, `none` otherwise.
+   * @param stale - the baseline went stale on this sample ({@link Baseline.observe}): the deepest
+   *   probe starts now.
    * @param limit - the algorithm's own (undipped) limit.
    * @param minLimit - the algorithm's minimum; a dip never goes below it.
    * @param mayStart - whether a due probe may start now (the algorithms hold it while a re-armed
    *   slow start regains the last good level: a dip in the middle of a regain costs a round of it);
    *   it starts at the first sample that may.
    * @param appLimited - the load leaves the limit well unused (the algorithm's app-limited rule): a
-   *   probe that starts now does not dip (see {@link NoLoadRtt.open}).
+   *   probe that starts now does not dip (see {@link ProbeSchedule.open}).
    */
   observe(
     sample: Sample,
+    stale: boolean,
     limit: number,
     minLimit: number,
     mayStart = true,
     appLimited = false,
   ): ProbeState {
-    const rtt = sample.rtt;
-    // Only a new low can move the baseline between probes (a probe's end resets the lows).
-    if (rtt < this.#low2 && !sample.dropped && rttUsable(rtt)) this.#lower(rtt);
     if (this.#probing) return this.#observeProbe(sample, limit);
-    let stale = false;
-    if (!sample.dropped && rttUsable(rtt)) {
-      // The RTT at the full limit, for the probes' end (an average over about 16 samples).
-      this.#loaded += (rtt - this.#loaded) / LOADED_SAMPLES;
-      const end = sample.startTime + rtt;
-      // Fresh: this sample and the recent average are both near the baseline (one sample at the low
-      // edge of the noise must not keep a baseline the latency has left fresh).
-      const near = this.value * this.#fresh;
-      if ((rtt <= near && this.#loaded <= near) || Number.isNaN(this.#freshAt)) this.#freshAt = end;
-      else stale = end - this.#freshAt >= BASELINE_MAX_AGE_MS;
-    }
     if (stale) return this.#startProbe(sample, limit, minLimit, true);
     // The first probe comes within the first round (by default): the first samples may all have
     // queued (a start far above the capacity), and the baseline they gave would hold the limit there.
@@ -292,19 +227,7 @@ export class NoLoadRtt {
   // The rare paths are apart from `observe`, which runs on every sample: kept small, V8 inlines it
   // into the algorithm's `update`.
 
-  /** A usable RTT below the second lowest: keeps the two lowest, maybe lowers the baseline. */
-  #lower(rtt: number): void {
-    if (rtt < this.#low1) {
-      this.#low2 = this.#low1;
-      this.#low1 = rtt;
-    } else {
-      this.#low2 = rtt;
-    }
-    const low = this.#low2 === Infinity ? this.#low1 : this.#low2;
-    if (this.value === Infinity || low < this.value * DESCEND) this.value = low;
-  }
-
-  /** Starts a probe; `stale`: the deepest one, for a stale baseline (see {@link BASELINE_MAX_AGE_MS}). */
+  /** Starts a probe; `stale`: the deepest one, for a stale baseline (see `BASELINE_MAX_AGE_MS`). */
   #startProbe(
     sample: Sample,
     limit: number,
@@ -316,7 +239,6 @@ export class NoLoadRtt {
     this.open = appLimited && !stale && !this.#mustDip;
     this.#mustDip = false;
     this.#staleProbe = stale;
-    this.#valueAtProbe = this.value;
     this.#probeStart = sample.startTime + (rttUsable(sample.rtt) ? sample.rtt : 0);
     this.#probeSeen = 0;
     this.#probeRtts.length = 0;
@@ -326,7 +248,7 @@ export class NoLoadRtt {
     // Another probe keeps the baseline fresh only if it measures something (see `#observeProbe`): a
     // dip that no sample came in under (the limiter's probe slots keep more calls out) must not hold
     // off the deepest probe for ever.
-    if (stale) this.#freshAt = this.#probeStart;
+    this.#baseline.probeStarted(this.#probeStart, stale);
     // Every few probes (and the first) dip to half at most: only such a dip may raise the baseline
     // within ±10 % (the first baseline is often a sample at the noise's low edge).
     const depth = stale
@@ -335,16 +257,15 @@ export class NoLoadRtt {
         ? Math.min(this.#depth, 0.5)
         : this.#depth;
     this.#probeAt = this.open ? 1 : depth;
-    this.#loadedAtProbe = this.#loaded;
     this.dipLimit = this.open ? Infinity : Math.max(minLimit, Math.floor(limit * depth));
     return 'dip';
   }
 
   #observeProbe(sample: Sample, limit: number): ProbeState {
-    this.collapsed = false;
     if (
       ((!this.open && limit <= this.dipLimit) ||
-        sample.startTime + sample.rtt - this.#probeStart > PROBE_MAX_RTTS * this.#valueAtProbe) &&
+        sample.startTime + sample.rtt - this.#probeStart >
+          PROBE_MAX_RTTS * this.#baseline.atProbe) &&
       this.cancel()
     ) {
       return 'none';
@@ -371,54 +292,31 @@ export class NoLoadRtt {
     ) {
       this.#probeRtts.push(...this.#leastRtts);
     }
+    const baseline = this.#baseline;
+    baseline.probeEnded();
     const count = this.#probeRtts.length;
-    // A probe that measured keeps (or made) the baseline fresh: the next expiry is a full age away.
-    if (count > 0) this.#freshAt = sample.startTime + sample.rtt;
-    let moved = false;
-    let far = false;
+    let result: ProbeResult = 'kept';
     if (count > 0) {
-      this.#probeRtts.sort((a, b) => a - b);
-      const candidate = this.#probeRtts[(count - 1) >> 1] as number;
-      // Judge the move against the baseline the probe started from: clean probe samples also
-      // lower `value` through the between-probes path while the dip runs.
-      const before = this.#valueAtProbe;
-      // A move must also exceed the probe's own noise (the spread of its samples, counted up to a
-      // quarter of the baseline): two medians of a downstream with ±10 % jitter differ by 10 % now
-      // and then, and each such "move" would schedule a deeper dip soon (down to a limit of 1).
-      // Beyond a quarter it is a move whatever the spread (a dip that still queues spreads wide).
-      const spread = (this.#probeRtts[count - 1] as number) - (this.#probeRtts[0] as number);
-      const noise = Math.min(spread, NOISE_MAX * before);
-      far = Math.abs(candidate - before) > NOISE_MAX * before;
-      if (candidate < before * 0.9 && before - candidate > noise) {
-        this.value = candidate;
-        moved = true;
-        this.collapsed = candidate <= before * COLLAPSE;
-      } else if (candidate > before * 1.1 && candidate - before > noise) {
-        if (this.open) {
-          // An open probe measured at the load, which may queue: it cannot raise the baseline.
-          // A dip checks it, a recheck's spacing away.
-          this.#mustDip = true;
-        } else {
-          const deepest = this.#probeAt <= this.#minProbeDepth;
-          this.value = deepest ? candidate : Math.min(candidate, before * 2);
-          moved = true;
-        }
-      } else if (this.#probeAt <= 0.5 || candidate >= this.#loadedAtProbe * SAME_RTT) {
-        this.value = candidate;
-      }
-      // Within ±10 %, a shallow dip (above half the limit) refreshes the baseline only when it
-      // measured the RTT of the full limit (no queue to drain there): at a limit far above the
-      // capacity such a dip still queues a little, and following it would drift upward; and letting
-      // it only lower the baseline would bias it to the low edge of the noise. An open probe measures
-      // at the load itself: the same rule.
+      // A probe that measured keeps (or made) the baseline fresh: the next expiry is a full age away.
+      const rtts = this.#probeRtts.sort((a, b) => a - b);
+      const candidate = rtts[(count - 1) >> 1] as number;
+      const spread = (rtts[count - 1] as number) - (rtts[0] as number);
+      result = baseline.measured(candidate, spread, sample.startTime + sample.rtt, {
+        open: this.open,
+        depth: this.#probeAt,
+        deepest: this.#probeAt <= this.#minProbeDepth,
+      });
     }
+    const moved = result === 'moved' || result === 'moved_far';
+    // A rise an open probe may not apply is checked by a dip, a recheck's spacing away.
+    if (result === 'rise_refused') this.#mustDip = true;
     // A move beyond what noise can explain (a quarter) halves the depth, starting from at most half
     // the limit; a smaller one is rechecked at half the limit at most, not deeper.
     this.#shallow = this.#probeAt <= 0.5 ? 0 : this.#shallow + 1;
     const half = Math.min(this.#probeAt, 0.5);
-    this.#depth = moved ? Math.max(this.#minProbeDepth, far ? half / 2 : half) : this.#probeDepth;
-    this.#low1 = Infinity;
-    this.#low2 = Infinity;
+    this.#depth = moved
+      ? Math.max(this.#minProbeDepth, result === 'moved_far' ? half / 2 : half)
+      : this.#probeDepth;
     this.#probed = true;
     this.#recheck = moved || this.#mustDip;
     this.#untilProbe = this.#spacing();
