@@ -270,19 +270,22 @@ function checkConstructor(value: unknown): OpossumConstructor | undefined {
 
 /**
  * The guard's own limiter (when no `limiter` is given); it checks its options itself and starts no
- * timer until used: Vegas unless its options give a `limit` or an `algorithm`. Its clock is the
- * guard's `clock` option, unless `limiter.clock` gives one.
+ * timer until used: Vegas unless its options give a `limit` or an `algorithm` (a Vegas is built only
+ * then). Its clock is the guard's `clock` option, unless `limiter.clock` gives one.
  */
 export function ownLimiter(o: CheckedOptions): Limiter {
   const clock = o.clock;
+  const given: LimiterOptions = { ...o.ownLimiter };
+  // (An `algorithm` key, even one set to `undefined`, is the user's: it goes to the Limiter as given.)
+  const vegas = o.ownLimiter?.limit === undefined && !('algorithm' in given);
   return new Limiter({
-    ...(o.ownLimiter?.limit === undefined ? { algorithm: new VegasLimit() } : {}),
+    ...(vegas ? { algorithm: new VegasLimit() } : {}),
     probeSlots: o.probeSlots,
     // The guard completes every permit it takes (no user code holds one), so its own limiter needs
     // no leak tracking; `limiter: { trackLeaks }` still overrides it.
     trackLeaks: 'off',
     ...(clock === undefined ? {} : { clock }),
-    ...o.ownLimiter,
+    ...given,
   });
 }
 

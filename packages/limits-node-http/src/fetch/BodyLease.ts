@@ -4,6 +4,11 @@ import { classifyError } from '../shared/outcome.js';
 
 const noop = (): void => {};
 
+/** What a body's hold releases: a limits-core `Permit`, or a guard's `ctx.hold()`. */
+export interface Releasable {
+  release(outcome: Outcome): void;
+}
+
 /**
  * @internal A response body's hold on its permit: released exactly once, when the body is read to
  * its end (the response's outcome), cancelled (that outcome, or `ignore` for a success: the work
@@ -16,8 +21,8 @@ const noop = (): void => {};
  * the stream unreachable, and {@link registry} reclaims the hold.
  */
 export class BodyLease {
-  /** The release, until it happens. */
-  #end: ((outcome: Outcome) => void) | undefined;
+  /** The permit (or the guard's hold on it), until it goes back. */
+  #permit: Releasable | undefined;
   #timer: unknown = undefined;
   #clock: Clock | undefined = undefined;
   /** A read of the original body is pending (someone reads, the downstream has not sent yet). */
@@ -35,32 +40,32 @@ export class BodyLease {
   /**
    * @param outcome - the response's outcome (from its status), reported when the body ends well.
    * @param callerSignal - the caller's signal: a body error after it aborted is `ignore`.
-   * @param end - releases the permit (or the hold) with an outcome.
+   * @param permit - the permit (or the guard's hold on it), released with an outcome.
    */
   constructor(
     readonly outcome: Outcome,
     readonly callerSignal: AbortSignal | undefined,
-    end: (outcome: Outcome) => void,
+    permit: Releasable,
   ) {
-    this.#end = end;
+    this.#permit = permit;
   }
 
   /** Whether the permit went back. */
   get released(): boolean {
-    return this.#end === undefined;
+    return this.#permit === undefined;
   }
 
   /** Releases the permit with `outcome` (the first call wins). */
   finish(outcome: Outcome): void {
-    const end = this.#end;
-    if (end === undefined) return;
-    this.#end = undefined;
+    const permit = this.#permit;
+    if (permit === undefined) return;
+    this.#permit = undefined;
     if (this.#timer !== undefined) (this.#clock as Clock).clearTimeout(this.#timer);
     this.#timer = undefined;
     registry?.unregister(this);
     this.#signal?.removeEventListener('abort', this.#onAbort);
     this.deadline?.end();
-    end(outcome);
+    permit.release(outcome);
   }
 
   /**

@@ -5,21 +5,26 @@ import {
   type Limiter,
   type Outcome,
   type Permit,
+  type RetryPolicy,
 } from 'limits-core';
 import { formatValue } from 'limits-core/internal';
 import { publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
-import type { AttemptOutcome, FetchCallContext, HttpAttempt } from '../shared/httpGuard.js';
+import type {
+  AttemptOutcome,
+  FetchCallContext,
+  HttpAttempt,
+  LimitFetchGuard,
+} from '../shared/httpGuard.js';
 import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js';
 import { retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
-import { BodyLease, holdBody } from './BodyLease.js';
+import { BodyLease, holdBody, type Releasable } from './BodyLease.js';
 import { anySignal, FetchDeadline } from './FetchDeadline.js';
 import {
   type LimitFetchConfig,
   type LimitFetchOptions,
   type LimitFetchRequest,
-  type LimitFetchResult,
   resolveLimitFetchOptions,
 } from './options.js';
 
@@ -39,6 +44,11 @@ interface RequestLike {
 type Send = (input: unknown, init?: RequestInit) => Promise<Response>;
 
 const noop = (): void => {};
+
+/** The retry policy's `discard`: a response thrown away for a retry has its body cancelled. */
+const cancelBody = (response: Response): void => {
+  response.body?.cancel().catch(noop);
+};
 
 /** Each response handed out whose body holds a permit: its lease. */
 const leases = new WeakMap<object, BodyLease>();
@@ -80,14 +90,244 @@ export function limitFetch<F extends FetchFunction>(fetch: F, options: LimitFetc
 }
 
 /**
- * The `Retry-After` of a response, parsed safely by {@link parseRetryAfter}: the milliseconds to
- * wait, or `undefined` without a valid one (garbage, negative or over a day).
- * @example `if (res.status === 429) await sleep(retryAfterMs(res) ?? 1000)`
+ * One call: a {@link FetchCall} (its request, deadline and signals), then one attempt or several
+ * under the retry policy. The deadline ends with the call, or with the body of the response handed
+ * out when that body holds a permit.
  */
-export function retryAfterMs(response: {
-  headers: { get(name: string): string | null };
-}): number | undefined {
-  return parseRetryAfter(response.headers.get('retry-after'));
+async function call(
+  config: LimitFetchConfig,
+  send: Send,
+  input: unknown,
+  init: RequestInit | undefined,
+): Promise<Response> {
+  const fetchCall = new FetchCall(config, send, input, init);
+  let response: Response;
+  try {
+    response = fetchCall.retries() ? await fetchCall.retried() : await fetchCall.attempt();
+  } catch (error) {
+    fetchCall.deadline.end();
+    throw error;
+  }
+  const lease = leases.get(response);
+  if (lease === undefined || lease.released) fetchCall.deadline.end();
+  else lease.deadline = fetchCall.deadline;
+  return response;
+}
+
+/**
+ * One `limitFetch` call: what the caller gave (`input`, `init`), the request it names, its deadline
+ * and signals, and the options shared by every call. Each attempt is one of its methods, and with a
+ * guard the call is the guard's action ({@link HttpAttempt}) for each attempt.
+ */
+class FetchCall implements HttpAttempt {
+  /** What the call is about, for a `limiter` function, `classify` and `retryable`. */
+  readonly request: LimitFetchRequest;
+  /** The call's deadline and signals: the caller's, ours, and the one fetch gets. */
+  readonly deadline: FetchDeadline;
+  /** The `Request` given as `input`, if one was. */
+  readonly #req: RequestLike | undefined;
+
+  /** @throws the caller's abort reason when its signal is already aborted. */
+  constructor(
+    readonly config: LimitFetchConfig,
+    readonly fetch: Send,
+    readonly input: unknown,
+    readonly init: RequestInit | undefined,
+  ) {
+    const req = isRequestLike(input) ? input : undefined;
+    this.#req = req;
+    this.request = {
+      method: String(init?.method ?? req?.method ?? 'GET').toUpperCase(),
+      url: req === undefined ? String(input) : req.url,
+    };
+    const callerSignal = init?.signal ?? req?.signal ?? undefined;
+    if (callerSignal?.aborted) throw callerSignal.reason;
+    this.deadline = new FetchDeadline(
+      config.clock,
+      config.timeoutMs,
+      callerSignal,
+      !config.releaseAtHeaders && config.bodyTimeoutMs !== Infinity,
+    );
+  }
+
+  /** Whether the retry policy runs the call: a request `retryable` accepts, with a replayable body. */
+  retries(): boolean {
+    const { retry, retryable } = this.config;
+    return retry !== undefined && retryable(this.request) && replayable(this.#req, this.init);
+  }
+
+  /** Attempts under the retry policy (the input is sent again as it is: its body is replayable). */
+  retried(): Promise<Response> {
+    const signal = this.deadline.signal;
+    return (this.config.retry as RetryPolicy).run(() => this.attempt(), {
+      ...(signal === undefined ? {} : { signal }),
+      retryIf: (result) => this.#retryVerdict(result),
+      discard: cancelBody,
+    });
+  }
+
+  /**
+   * Whether to retry: a response classified `dropped` or `failure` (after its valid `Retry-After`,
+   * if any; never when that asks for more than a day), an error classified `dropped`; never a
+   * refusal, the caller's abort or our own timeout.
+   */
+  #retryVerdict(result: AttemptResult<Response>): boolean | number {
+    const deadline = this.deadline;
+    if (deadline.expired || deadline.callerSignal?.aborted) return false;
+    if (result.ok) {
+      const outcome = outcomes.get(result.value) ?? 'ignore';
+      return retryResponse(outcome, result.value.headers.get('retry-after'));
+    }
+    if (isRefusal(result.error)) return false;
+    return this.#outcome(undefined, result.error) === 'dropped';
+  }
+
+  /** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
+  async attempt(): Promise<Response> {
+    const { config, request } = this;
+    if (config.guard !== undefined) return this.#guarded(config.guard);
+    const limiter =
+      typeof config.limiter === 'function'
+        ? config.limiter(new URL(request.url).origin, request)
+        : (config.limiter as Limiter);
+    if (limiter === undefined) return this.#send(this.deadline.signal);
+    publishDiagnostics(limiter);
+    const permit = await this.#acquire(limiter);
+    const x = await this.#exchange(this.deadline.signal);
+    if (!x.failed && this.#keepsBody(x.response as Response)) {
+      const held = this.#holdResponse(x, permit);
+      if (held !== undefined) return held;
+    }
+    permit.release(x.outcome);
+    if (x.failed) throw x.error;
+    return x.response as Response;
+  }
+
+  /** A permit for the attempt, within the time left before the deadline. */
+  async #acquire(limiter: Limiter): Promise<Permit> {
+    const deadline = this.deadline;
+    const signal = deadline.signal;
+    const timeoutMs = deadline.remainingMs();
+    if (timeoutMs <= 0) {
+      throw new DOMException('limits: request timed out before it got a permit', 'TimeoutError');
+    }
+    let options: AcquireOptions | undefined;
+    if (signal !== undefined || timeoutMs !== Infinity) {
+      options = {};
+      if (signal !== undefined) options.signal = signal;
+      if (timeoutMs !== Infinity) options.timeoutMs = timeoutMs;
+    }
+    try {
+      return await limiter.acquire(options);
+    } catch (error) {
+      // The caller gave up while queued: its reason, as fetch would reject.
+      if (deadline.callerSignal?.aborted) throw deadline.callerSignal.reason;
+      throw error;
+    }
+  }
+
+  /** One guarded attempt: `guard.fire()`, whose action is {@link FetchCall.run}. */
+  async #guarded(guard: LimitFetchGuard): Promise<Response> {
+    publishDiagnostics(guard as unknown as LimitsSource);
+    const value = await untilAborted(guard.fire(this), this.deadline.signal);
+    if (!(value instanceof Exchange)) return asFallbackResponse(value);
+    if (value.failed) throw value.error;
+    return value.response as Response;
+  }
+
+  /** The guard's action for one attempt: the request under the call's signal and the guard's. */
+  async run(ctx: FetchCallContext): Promise<Exchange> {
+    const own = this.deadline.signal;
+    const x = await this.#exchange(own === undefined ? ctx.signal : anySignal(own, ctx.signal));
+    // Without a body to hold, the guard releases the permit when this settles, with `x.outcome`.
+    if (x.failed || !this.#keepsBody(x.response as Response)) return x;
+    const hold = ctx.hold();
+    const response = this.#holdResponse(x, hold);
+    if (response !== undefined) return new Exchange(x.outcome, false, response, undefined);
+    // (A hold released while the action runs goes back when it settles.)
+    hold.release(x.outcome);
+    return x;
+  }
+
+  /** Sends the request under `signal` and classifies how it ended. */
+  async #exchange(signal: AbortSignal | undefined): Promise<Exchange> {
+    // Aborted while it waited for its permit: never sent, says nothing about the downstream.
+    if (signal?.aborted) return new Exchange('ignore', true, undefined, signal.reason);
+    let response: Response;
+    try {
+      response = await this.#send(signal);
+    } catch (error) {
+      return new Exchange(this.#outcome(undefined, error), true, undefined, error);
+    }
+    const outcome = this.#outcome(response, undefined);
+    if (this.config.retry !== undefined) outcomes.set(response, outcome);
+    return new Exchange(outcome, false, response, undefined);
+  }
+
+  /** The caller's `input` and `init`, sent by the wrapped fetch under `signal`. */
+  #send(signal: AbortSignal | undefined): Promise<Response> {
+    return this.fetch(this.input, signal === undefined ? this.init : { ...this.init, signal });
+  }
+
+  /**
+   * `limitFetch`'s classification of how a request ended, with a `response` (its headers arrived)
+   * or an `error`: the caller's own abort is `ignore` (and not asked about); otherwise the
+   * `classify` option's answer when it gives one, else the shared rules — a response by
+   * `classifyStatus`, an error by `classifyError`.
+   */
+  #outcome(response: Response | undefined, error: unknown): Outcome {
+    if (response === undefined && this.deadline.callerSignal?.aborted) return 'ignore';
+    const { classify } = this.config;
+    // (What `classify` is asked about is built only when there is a `classify` to ask.)
+    const asked =
+      classify === undefined
+        ? undefined
+        : userOutcome(
+            classify,
+            response === undefined ? { ...this.request, error } : { ...this.request, response },
+          );
+    return (
+      asked ?? (response === undefined ? classifyError(error) : classifyStatus(response.status))
+    );
+  }
+
+  /** Whether the permit stays held while `response`'s body streams. */
+  #keepsBody(response: Response): boolean {
+    return !this.config.releaseAtHeaders && response.body !== null && response.body !== undefined;
+  }
+
+  /**
+   * The response handed out, whose body releases `permit` when it ends (see {@link BodyLease}); or
+   * `undefined` when the response's class refuses to build it (a look-alike): then the caller
+   * releases at once and hands out `x.response` as fetch gave it.
+   */
+  #holdResponse(x: Exchange, permit: Releasable): Response | undefined {
+    const { config, deadline } = this;
+    const lease = new BodyLease(x.outcome, deadline.callerSignal, permit);
+    let held: Response;
+    try {
+      held = holdBody(x.response as Response, lease);
+    } catch {
+      return undefined;
+    }
+    lease.watch(deadline.signal);
+    if (config.bodyTimeoutMs !== Infinity) {
+      lease.startTimeout(config.clock, config.bodyTimeoutMs, (reason) => deadline.abort(reason));
+    }
+    leases.set(held, lease);
+    if (config.retry !== undefined) outcomes.set(held, x.outcome);
+    return held;
+  }
+}
+
+/** How one request ended: with a response, or with an error (`failed`). Never rejects. */
+class Exchange implements AttemptOutcome {
+  constructor(
+    readonly outcome: Outcome,
+    readonly failed: boolean,
+    readonly response: Response | undefined,
+    readonly error: unknown,
+  ) {}
 }
 
 function isRequestLike(input: unknown): input is RequestLike {
@@ -98,42 +338,6 @@ function isRequestLike(input: unknown): input is RequestLike {
     typeof (input as RequestLike).method === 'string' &&
     typeof (input as RequestLike).clone === 'function'
   );
-}
-
-/** One call: the deadline, then one attempt or several under the retry policy. */
-async function call(
-  c: LimitFetchConfig,
-  send: Send,
-  input: unknown,
-  init: RequestInit | undefined,
-): Promise<Response> {
-  const req = isRequestLike(input) ? input : undefined;
-  const request: LimitFetchRequest = {
-    method: String(init?.method ?? req?.method ?? 'GET').toUpperCase(),
-    url: req === undefined ? String(input) : req.url,
-  };
-  const callerSignal = init?.signal ?? req?.signal ?? undefined;
-  if (callerSignal?.aborted) throw callerSignal.reason;
-  const deadline = new FetchDeadline(
-    c.clock,
-    c.timeoutMs,
-    callerSignal,
-    !c.releaseAtHeaders && c.bodyTimeoutMs !== Infinity,
-  );
-  let response: Response;
-  try {
-    response =
-      c.retry !== undefined && c.retryable(request) && replayable(req, init)
-        ? await retried(c, send, input, init, request, deadline)
-        : await attempt(c, send, input, init, request, deadline);
-  } catch (error) {
-    deadline.end();
-    throw error;
-  }
-  const lease = leases.get(response);
-  if (lease === undefined || lease.released) deadline.end();
-  else lease.deadline = deadline;
-  return response;
 }
 
 /**
@@ -152,161 +356,6 @@ function replayable(req: RequestLike | undefined, init: RequestInit | undefined)
   return (
     typeof (body as ReadableStream).getReader !== 'function' &&
     typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function'
-  );
-}
-
-/** Attempts under the retry policy (the input is sent again as it is: its body is replayable). */
-function retried(
-  c: LimitFetchConfig,
-  send: Send,
-  input: unknown,
-  init: RequestInit | undefined,
-  request: LimitFetchRequest,
-  deadline: FetchDeadline,
-): Promise<Response> {
-  return (c.retry as NonNullable<LimitFetchConfig['retry']>).run(
-    () => attempt(c, send, input, init, request, deadline),
-    {
-      ...(deadline.signal === undefined ? {} : { signal: deadline.signal }),
-      retryIf: (result) => retryVerdict(c, request, result, deadline),
-      discard: (response) => {
-        response.body?.cancel().catch(noop);
-      },
-    },
-  );
-}
-
-/**
- * Whether to retry: a response classified `dropped` or `failure` (after its valid `Retry-After`,
- * if any; never when that asks for more than a day), an error classified `dropped`; never a
- * refusal, the caller's abort or our own timeout.
- */
-function retryVerdict(
-  c: LimitFetchConfig,
-  request: LimitFetchRequest,
-  result: AttemptResult<Response>,
-  deadline: FetchDeadline,
-): boolean | number {
-  if (deadline.expired || deadline.callerSignal?.aborted) return false;
-  if (result.ok) {
-    const outcome = outcomes.get(result.value) ?? 'ignore';
-    return retryResponse(outcome, result.value.headers.get('retry-after'));
-  }
-  if (isRefusal(result.error)) return false;
-  const error = result.error;
-  return fetchOutcome(c, { ...request, error }, deadline.callerSignal) === 'dropped';
-}
-
-/** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
-async function attempt(
-  c: LimitFetchConfig,
-  send: Send,
-  input: unknown,
-  init: RequestInit | undefined,
-  request: LimitFetchRequest,
-  deadline: FetchDeadline,
-): Promise<Response> {
-  if (c.guard !== undefined) return guarded(c, send, input, init, request, deadline);
-  const limiter =
-    typeof c.limiter === 'function'
-      ? c.limiter(new URL(request.url).origin, request)
-      : (c.limiter as Limiter);
-  if (limiter === undefined) {
-    return send(input, deadline.signal === undefined ? init : { ...init, signal: deadline.signal });
-  }
-  publishDiagnostics(limiter);
-  const permit = await acquire(limiter, deadline);
-  const x = await exchange(c, send, input, init, request, deadline.signal, deadline.callerSignal);
-  if (!x.failed && keepsBody(c, x.response as Response)) {
-    const held = holdResponse(c, x, deadline, (outcome) => permit.release(outcome));
-    if (held !== undefined) return held;
-  }
-  permit.release(x.outcome);
-  if (x.failed) throw x.error;
-  return x.response as Response;
-}
-
-/** A permit for the attempt, within the time left before the deadline. */
-async function acquire(limiter: Limiter, deadline: FetchDeadline): Promise<Permit> {
-  const signal = deadline.signal;
-  const timeoutMs = deadline.remainingMs();
-  if (timeoutMs <= 0) {
-    throw new DOMException('limits: request timed out before it got a permit', 'TimeoutError');
-  }
-  let options: AcquireOptions | undefined;
-  if (signal !== undefined || timeoutMs !== Infinity) {
-    options = {};
-    if (signal !== undefined) options.signal = signal;
-    if (timeoutMs !== Infinity) options.timeoutMs = timeoutMs;
-  }
-  try {
-    return await limiter.acquire(options);
-  } catch (error) {
-    // The caller gave up while queued: its reason, as fetch would reject.
-    if (deadline.callerSignal?.aborted) throw deadline.callerSignal.reason;
-    throw error;
-  }
-}
-
-/** One guarded attempt: `guard.fire()`; its action sends the request (see {@link GuardedAttempt}). */
-async function guarded(
-  c: LimitFetchConfig,
-  send: Send,
-  input: unknown,
-  init: RequestInit | undefined,
-  request: LimitFetchRequest,
-  deadline: FetchDeadline,
-): Promise<Response> {
-  const guard = c.guard as NonNullable<LimitFetchConfig['guard']>;
-  publishDiagnostics(guard as unknown as LimitsSource);
-  const fired = guard.fire(new GuardedAttempt(c, send, input, init, request, deadline));
-  const value = await untilAborted(fired, deadline.signal);
-  if (!(value instanceof Exchange)) return asFallbackResponse(value);
-  if (value.failed) throw value.error;
-  return value.response as Response;
-}
-
-/** The guard's action for one attempt. */
-class GuardedAttempt implements HttpAttempt {
-  constructor(
-    readonly c: LimitFetchConfig,
-    readonly send: Send,
-    readonly input: unknown,
-    readonly init: RequestInit | undefined,
-    readonly request: LimitFetchRequest,
-    readonly deadline: FetchDeadline,
-  ) {}
-
-  async run(ctx: FetchCallContext): Promise<Exchange> {
-    const { c, deadline } = this;
-    const signal =
-      deadline.signal === undefined ? ctx.signal : anySignal(deadline.signal, ctx.signal);
-    const x = await exchange(
-      c,
-      this.send,
-      this.input,
-      this.init,
-      this.request,
-      signal,
-      deadline.callerSignal,
-    );
-    // Without a body to hold, the guard releases the permit when this settles, with `x.outcome`.
-    if (x.failed || !keepsBody(c, x.response as Response)) return x;
-    const hold = ctx.hold();
-    const response = holdResponse(c, x, deadline, (outcome) => hold.release(outcome));
-    if (response !== undefined) return new Exchange(x.outcome, false, response, undefined);
-    // (A hold released while the action runs goes back when it settles.)
-    hold.release(x.outcome);
-    return x;
-  }
-}
-
-/** A fallback's answer must be a `Response`. */
-function asFallbackResponse(value: unknown): Response {
-  if (typeof value === 'object' && value !== null && typeof (value as Response).status === 'number')
-    return value as Response;
-  throw new TypeError(
-    `limits: a fetchGuard fallback must return a Response, got ${formatValue(value)}`,
   );
 }
 
@@ -334,87 +383,22 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
   });
 }
 
-/** Whether the permit stays held while `response`'s body streams. */
-function keepsBody(c: LimitFetchConfig, response: Response): boolean {
-  return !c.releaseAtHeaders && response.body !== null && response.body !== undefined;
-}
-
-/**
- * The response handed out, whose body releases `end` when it ends (see {@link BodyLease}); or
- * `undefined` when the response's class refuses to build it (a look-alike): then the caller
- * releases at once and hands out `x.response` as fetch gave it.
- */
-function holdResponse(
-  c: LimitFetchConfig,
-  x: Exchange,
-  deadline: FetchDeadline,
-  end: (outcome: Outcome) => void,
-): Response | undefined {
-  const lease = new BodyLease(x.outcome, deadline.callerSignal, end);
-  let held: Response;
-  try {
-    held = holdBody(x.response as Response, lease);
-  } catch {
-    return undefined;
-  }
-  lease.watch(deadline.signal);
-  if (c.bodyTimeoutMs !== Infinity) {
-    lease.startTimeout(c.clock, c.bodyTimeoutMs, (reason) => deadline.abort(reason));
-  }
-  leases.set(held, lease);
-  if (c.retry !== undefined) outcomes.set(held, x.outcome);
-  return held;
-}
-
-/** How one request ended: with a response, or with an error (`failed`). Never rejects. */
-class Exchange implements AttemptOutcome {
-  constructor(
-    readonly outcome: Outcome,
-    readonly failed: boolean,
-    readonly response: Response | undefined,
-    readonly error: unknown,
-  ) {}
-}
-
-/** Sends the request under `signal` and classifies how it ended. */
-async function exchange(
-  c: LimitFetchConfig,
-  send: Send,
-  input: unknown,
-  init: RequestInit | undefined,
-  request: LimitFetchRequest,
-  signal: AbortSignal | undefined,
-  callerSignal: AbortSignal | undefined,
-): Promise<Exchange> {
-  // Aborted while it waited for its permit: never sent, says nothing about the downstream.
-  if (signal?.aborted) return new Exchange('ignore', true, undefined, signal.reason);
-  let response: Response;
-  try {
-    response = await send(input, signal === undefined ? init : { ...init, signal });
-  } catch (error) {
-    const outcome = fetchOutcome(c, { ...request, error }, callerSignal);
-    return new Exchange(outcome, true, undefined, error);
-  }
-  const outcome = fetchOutcome(c, { ...request, response }, callerSignal);
-  if (c.retry !== undefined) outcomes.set(response, outcome);
-  return new Exchange(outcome, false, response, undefined);
-}
-
-/**
- * `limitFetch`'s classification of how a request ended: the caller's own abort is `ignore` (and not
- * asked about); otherwise the `classify` option's answer when it gives one, else the shared rules —
- * a response by `classifyStatus`, an error by `classifyError`.
- */
-function fetchOutcome(
-  c: LimitFetchConfig,
-  result: LimitFetchResult,
-  callerSignal: AbortSignal | undefined,
-): Outcome {
-  if (result.response === undefined && callerSignal?.aborted) return 'ignore';
-  return (
-    userOutcome(c.classify, result) ??
-    (result.response === undefined
-      ? classifyError(result.error)
-      : classifyStatus(result.response.status))
+/** A fallback's answer must be a `Response`. */
+function asFallbackResponse(value: unknown): Response {
+  if (typeof value === 'object' && value !== null && typeof (value as Response).status === 'number')
+    return value as Response;
+  throw new TypeError(
+    `limits: a fetchGuard fallback must return a Response, got ${formatValue(value)}`,
   );
+}
+
+/**
+ * The `Retry-After` of a response, parsed safely by {@link parseRetryAfter}: the milliseconds to
+ * wait, or `undefined` without a valid one (garbage, negative or over a day).
+ * @example `if (res.status === 429) await sleep(retryAfterMs(res) ?? 1000)`
+ */
+export function retryAfterMs(response: {
+  headers: { get(name: string): string | null };
+}): number | undefined {
+  return parseRetryAfter(response.headers.get('retry-after'));
 }

@@ -1,14 +1,7 @@
-import { type Clock, type Limiter, type Outcome, type RetryPolicy, systemClock } from 'limits-core';
-import {
-  checkClock,
-  checkFunction,
-  checkKeys,
-  checkNumber,
-  checkOneOf,
-  formatValue,
-} from 'limits-core/internal';
-import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
-import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
+import type { Clock, Limiter, Outcome, RetryPolicy } from 'limits-core';
+import { checkKeys, formatValue } from 'limits-core/internal';
+import { type CallConfig, resolveCallOptions } from '../shared/callOptions.js';
+import type { LimitFetchGuard } from '../shared/httpGuard.js';
 
 /** What a `limitFetch` call is about, for `limiter` functions, `classify` and `retryable`. */
 export interface LimitFetchRequest {
@@ -102,16 +95,8 @@ export interface LimitFetchOptions {
 }
 
 /** The options, checked, with defaults applied: one object shared by every call. */
-export interface LimitFetchConfig {
+export interface LimitFetchConfig extends CallConfig<LimitFetchResult, LimitFetchRequest> {
   readonly limiter: LimitFetchOptions['limiter'];
-  readonly guard: LimitFetchGuard | undefined;
-  readonly classify: LimitFetchOptions['classify'];
-  readonly timeoutMs: number;
-  readonly releaseAtHeaders: boolean;
-  readonly bodyTimeoutMs: number;
-  readonly retry: RetryPolicy | undefined;
-  readonly retryable: (request: LimitFetchRequest) => boolean;
-  readonly clock: Clock;
 }
 
 const KEYS = [
@@ -127,7 +112,8 @@ const KEYS = [
 ] as const;
 
 /**
- * Checks every option before anything is built.
+ * Checks every option before anything is built: the keys and `limiter` here, the options shared with
+ * `limitInterceptor` by {@link resolveCallOptions}.
  * @throws TypeError for a wrong type, an unknown key, or neither/both of `limiter` and `guard`;
  *   RangeError for a value out of range.
  */
@@ -158,27 +144,5 @@ export function resolveLimitFetchOptions(fetch: unknown, options: unknown): Limi
       `limits: option "limiter" must be a Limiter or a function (origin, request) => Limiter | undefined, got ${formatValue(o.limiter)}`,
     );
   }
-  if (o.guard !== undefined && !isHttpGuard(o.guard)) {
-    throw new TypeError(
-      `limits: option "guard" must be a guard made by fetchGuard(guard, options), got ${formatValue(o.guard)}`,
-    );
-  }
-  const classify = checkFunction<LimitFetchConfig['classify']>('classify', o.classify);
-  const range = { min: 0, minExclusive: true, allowInfinity: true };
-  const timeoutMs = checkNumber('timeoutMs', o.timeoutMs, Infinity, range);
-  const release = checkOneOf('release', o.release, 'body', ['body', 'headers']);
-  const bodyTimeoutMs = checkNumber('bodyTimeoutMs', o.bodyTimeoutMs, Infinity, range);
-  const retry = checkRetryPolicy(o.retry);
-  const retryable = checkFunction<LimitFetchConfig['retryable']>('retryable', o.retryable);
-  return {
-    limiter: o.limiter,
-    guard: o.guard,
-    classify,
-    timeoutMs,
-    releaseAtHeaders: release === 'headers',
-    bodyTimeoutMs,
-    retry,
-    retryable: retryable ?? isIdempotent,
-    clock: checkClock('clock', o.clock) ?? systemClock,
-  };
+  return { limiter: o.limiter, ...resolveCallOptions<LimitFetchResult, LimitFetchRequest>(o) };
 }

@@ -1,21 +1,7 @@
-import {
-  type AcquireOptions,
-  type Clock,
-  type Limiter,
-  type Outcome,
-  type RetryPolicy,
-  systemClock,
-} from 'limits-core';
-import {
-  checkClock,
-  checkFunction,
-  checkKeys,
-  checkNumber,
-  checkOneOf,
-  formatValue,
-} from 'limits-core/internal';
-import { isHttpGuard, type LimitFetchGuard } from '../shared/httpGuard.js';
-import { checkRetryPolicy, isIdempotent } from '../shared/retry.js';
+import type { AcquireOptions, Clock, Limiter, Outcome, RetryPolicy } from 'limits-core';
+import { checkFunction, checkKeys, checkNumber, formatValue } from 'limits-core/internal';
+import { type CallConfig, resolveCallOptions } from '../shared/callOptions.js';
+import type { LimitFetchGuard } from '../shared/httpGuard.js';
 import type { InterceptorHeaders } from './dispatcher.js';
 
 /**
@@ -160,21 +146,13 @@ export interface LimitInterceptorOptions {
 }
 
 /** The options, checked, with defaults applied: one object shared by every request. */
-export interface InterceptorConfig {
+export interface InterceptorConfig extends CallConfig<InterceptedCall, InterceptedRequest> {
   /** The limiter source; `undefined` with a `guard`. */
   readonly limiter: LimiterSource | undefined;
-  readonly guard: LimitFetchGuard | undefined;
   readonly maxOrigins: number;
-  readonly classify: ((call: InterceptedCall) => Outcome | undefined) | undefined;
-  readonly timeoutMs: number;
   /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a time limit. */
   readonly acquireOptions: AcquireOptions | undefined;
-  readonly bodyTimeoutMs: number;
-  readonly releaseAtHeaders: boolean;
   readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
-  readonly retry: RetryPolicy | undefined;
-  readonly retryable: (request: InterceptedRequest) => boolean;
-  readonly clock: Clock;
 }
 
 const KEYS = [
@@ -192,7 +170,8 @@ const KEYS = [
 ] as const;
 
 /**
- * Checks every option before anything is built.
+ * Checks every option before anything is built: the keys, `limiter`, `maxOrigins` and `onRetryAfter`
+ * here, the options shared with `limitFetch` by {@link resolveCallOptions}.
  * @throws TypeError for a wrong type, a missing `limiter` (without `guard`), or both `limiter` and
  *   `guard`; RangeError for a value out of range.
  */
@@ -200,63 +179,31 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
   if (options === undefined)
     throw new TypeError('limits: limitInterceptor options must be an object, got undefined');
   checkKeys('limitInterceptor', options, KEYS);
-  const guard = checkGuard(options);
-  const limiter = guard === undefined ? checkLimiterSource(options.limiter) : undefined;
+  const guarded = options.guard !== undefined;
+  if (guarded && (options.limiter !== undefined || options.maxOrigins !== undefined)) {
+    throw new TypeError(
+      'limits: limitInterceptor options need exactly one of "limiter" (with "maxOrigins") and "guard" (from fetchGuard; its limiter is the guard\'s)',
+    );
+  }
+  const limiter = guarded ? undefined : checkLimiterSource(options.limiter);
   const maxOrigins = checkNumber('maxOrigins', options.maxOrigins, 100, {
     min: 1,
     max: 10_000,
     integer: true,
   });
-  const classify = checkFunction<InterceptorConfig['classify']>('classify', options.classify);
-  const timeoutMs = checkNumber('timeoutMs', options.timeoutMs, Infinity, {
-    min: 0,
-    minExclusive: true,
-    allowInfinity: true,
-  });
-  const bodyTimeoutMs = checkNumber('bodyTimeoutMs', options.bodyTimeoutMs, Infinity, {
-    min: 0,
-    minExclusive: true,
-    allowInfinity: true,
-  });
-  const release = checkOneOf('release', options.release, 'body', ['body', 'headers']);
+  const shared = resolveCallOptions<InterceptedCall, InterceptedRequest>(options);
   const onRetryAfter = checkFunction<InterceptorConfig['onRetryAfter']>(
     'onRetryAfter',
     options.onRetryAfter,
   );
-  const retry = checkRetryPolicy(options.retry);
-  const retryable = checkFunction<InterceptorConfig['retryable']>('retryable', options.retryable);
-  const clock = checkClock('clock', options.clock) ?? systemClock;
+  const timeoutMs = shared.timeoutMs;
   return {
+    ...shared,
     limiter,
-    guard,
     maxOrigins,
-    classify,
-    timeoutMs,
     acquireOptions: timeoutMs === Infinity ? undefined : { timeoutMs },
-    bodyTimeoutMs,
-    releaseAtHeaders: release === 'headers',
     onRetryAfter,
-    retry,
-    retryable: retryable ?? isIdempotent,
-    clock,
   };
-}
-
-/** The `guard` option: a guard made by `fetchGuard`, alone (no `limiter`, no `maxOrigins`). */
-function checkGuard(options: LimitInterceptorOptions): LimitFetchGuard | undefined {
-  const { guard } = options;
-  if (guard === undefined) return undefined;
-  if (!isHttpGuard(guard)) {
-    throw new TypeError(
-      `limits: option "guard" must be a guard made by fetchGuard(guard, options), got ${formatValue(guard)}`,
-    );
-  }
-  if (options.limiter !== undefined || options.maxOrigins !== undefined) {
-    throw new TypeError(
-      'limits: limitInterceptor options need exactly one of "limiter" (with "maxOrigins") and "guard" (from fetchGuard; its limiter is the guard\'s)',
-    );
-  }
-  return guard;
 }
 
 function checkLimiterSource(value: unknown): LimiterSource {
