@@ -318,7 +318,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
    * and a queue without a selector: the same checks and effects, without the branches that cannot
    * apply (no extras, no deadline-aware admission, and `queue.add` cannot throw). Kept because it
    * pays where users look: without it the Vegas `Limiter.run` row for 10,000 at once took 1.14–1.45×
-   * as long (three same-run comparisons in bench/compare-builds.mjs).
+   * as long (three same-run comparisons against a build without it).
    */
   #enqueuePlain(
     task: ((signal: AbortSignal) => unknown) | undefined,

@@ -114,7 +114,7 @@ export class TaskRunner {
   /**
    * The plain path applies (the algorithm learns nothing from an untimed call). Kept because it pays
    * where users look: without it a fixed `Limiter.run` took 1.3× as long sequentially and 1.4× for
-   * 10,000 at once in bench/compare-builds.mjs.
+   * 10,000 at once, measured in the same run against a build without it.
    */
   readonly plain: boolean;
   readonly #free: RunSlot[] = [];
@@ -197,7 +197,7 @@ export class TaskRunner {
    * runs, once, when the task settles, and the slot goes back to the pool. (A closure made per call
    * also cost V8 a `CompileLazy` at its first and only call.) Kept because it pays where users look:
    * without it the sequential Vegas `Limiter.run` row took 1.06–1.32× as long (best rounds of three
-   * same-run comparisons in bench/compare-builds.mjs).
+   * same-run comparisons against a build without it).
    */
   runCounted(
     task: (signal: AbortSignal) => unknown,

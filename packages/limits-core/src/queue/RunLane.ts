@@ -11,7 +11,7 @@ const TRIM_MIN = 1024;
  * own. A burst of 10,000 queued runs then allocates only the caller's promise per call. Kept because
  * it pays where users look: with a waiter object each, a fixed `Limiter.run` took 3.0× the
  * hand-written semaphore's time for 10,000 at once, against 1.55× with the lane (same run of
- * bench/compare-builds.mjs).
+ * `bench/overhead.mjs` against a build without the lane).
  *
  * The wait queue puts requests here only while its waiter list is empty, so every lane request is
  * older than every listed waiter and the lane is served first (FIFO across both holds).
