@@ -87,6 +87,13 @@ export type {
 export { RetryBudget, type RetryBudgetOptions } from './retry/RetryBudget.js';
 export { RetryPolicy } from './retry/RetryPolicy.js';
 export {
+  CRITICALITIES,
+  type Criticality,
+  DEFAULT_CRITICALITY,
+  parseCriticality,
+} from './shedding/criticality.js';
+export type { SheddingOptions, ShedThreshold } from './shedding/options.js';
+export {
   renderTimelineSvg,
   type TimelineSeries,
   type TimelineSvgOptions,

@@ -9,7 +9,10 @@ import { LimitsError } from './LimitsError.js';
  * - `deadline`: it cannot start (and finish) before its deadline, given the queue ahead of it;
  * - `expired`: its deadline or the maximum queue wait passed while it waited;
  * - `aborted`: its `signal` aborted (`cause` is `signal.reason`);
- * - `closed`: the limiter is closed.
+ * - `closed`: the limiter is closed;
+ * - `shed`: under overload, a limiter with `shedding` refused it for a more important request (its
+ *   criticality, attempt and cohort were below the admission threshold, or it was queued and made
+ *   room for a more important one).
  */
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
@@ -23,6 +26,7 @@ export const REJECT_REASONS = [
   'expired',
   'aborted',
   'closed',
+  'shed',
 ] as const;
 
 /** Numbers attached to a {@link LimitExceededError}. */

@@ -165,6 +165,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
       stalledSamples: feed.stalledSamples,
       tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
+      shedding: undefined,
     };
   }
 

@@ -8,6 +8,7 @@ import {
   formatValue,
   type NumberRange,
 } from '../internal/validate.js';
+import { checkCriticality } from '../shedding/criticality.js';
 import { ACQUIRE_KEYS, type AcquireOptions, type CloseOptions } from './options.js';
 
 /*
@@ -19,6 +20,7 @@ const DEADLINE_RANGE: NumberRange = { allowInfinity: true };
 const TIMEOUT_RANGE: NumberRange = { min: 0, allowInfinity: true };
 const COST_RANGE: NumberRange = { min: 0, minExclusive: true };
 const BYTES_RANGE: NumberRange = { min: 0 };
+const ATTEMPT_RANGE: NumberRange = { min: 1, integer: true };
 
 /** How {@link checkAcquire} names the acquire options in messages: a path prefix and each full name. */
 export interface AcquireOptionNames {
@@ -31,6 +33,9 @@ export interface AcquireOptionNames {
   readonly tenant: string;
   readonly kind: string;
   readonly priority: string;
+  readonly criticality: string;
+  readonly attempt: string;
+  readonly cohort: string;
 }
 
 /**
@@ -48,6 +53,9 @@ export function acquireOptionNames(prefix: string): AcquireOptionNames {
     tenant: `${prefix}tenant`,
     kind: `${prefix}kind`,
     priority: `${prefix}priority`,
+    criticality: `${prefix}criticality`,
+    attempt: `${prefix}attempt`,
+    cohort: `${prefix}cohort`,
   };
 }
 
@@ -73,6 +81,9 @@ export function checkAcquire(
   checkString(names.tenant, o.tenant);
   checkString(names.kind, o.kind);
   checkNumber(names.priority, o.priority, 0);
+  if (o.criticality !== undefined) checkCriticality(names.criticality, o.criticality);
+  checkNumber(names.attempt, o.attempt, 1, ATTEMPT_RANGE);
+  checkString(names.cohort, o.cohort);
 }
 
 /**

@@ -4,6 +4,8 @@ import type { FairnessOptions } from '../fairness/DeficitRoundRobin.js';
 import type { Clock } from '../internal/clock.js';
 import type { Classify } from '../permit/outcome.js';
 import type { PriorityOptions } from '../queue/PriorityAging.js';
+import type { Criticality } from '../shedding/criticality.js';
+import type { SheddingOptions, ShedThreshold } from '../shedding/options.js';
 
 /** Order in which queued waiters are served. */
 export type QueueOrder = 'fifo' | 'lifo' | 'adaptive';
@@ -145,6 +147,16 @@ export interface LimiterOptions {
    * @default 'on'
    */
   trackLeaks?: 'off' | 'on' | 'stack';
+  /**
+   * Importance-based shedding (the `criticality`, `attempt` and `cohort` acquire options): under
+   * overload an admission threshold rises from the least important requests upward and falls back
+   * when the queue drains, and the queue serves the most important first. See {@link SheddingOptions}.
+   * Replaces `queueOrder`; cannot be combined with `fairness` or `priority`. Off when left out; `{}`
+   * turns it on with the defaults. Anything but an object is a TypeError; unknown keys are refused
+   * as `"shedding.<key>"`.
+   * @default off
+   */
+  shedding?: SheddingOptions;
 }
 
 /**
@@ -217,6 +229,24 @@ export interface AcquireOptions {
   kind?: string | undefined;
   /** Queue priority, higher first (`priority`), a finite number; ignored otherwise. @default 0 */
   priority?: number | undefined;
+  /**
+   * How much the call matters (`shedding`): one of `'critical_plus'`, `'critical'`,
+   * `'sheddable_plus'`, `'sheddable'`; ignored without `shedding`. @default 'critical'
+   */
+  criticality?: Criticality | undefined;
+  /**
+   * Which attempt of the call this is, an integer ≥ 1 (`shedding`): under overload retries
+   * (attempt ≥ 2) are refused before first attempts of the same criticality; ignored otherwise.
+   * @default 1
+   */
+  attempt?: number | undefined;
+  /**
+   * Whose call it is, e.g. a user or account id (`shedding`): hashed into one of
+   * `shedding.cohorts` cohorts, so that under overload the same users are refused consistently
+   * rather than a random share of everybody's calls; ignored otherwise. A call without one is
+   * placed in a cohort by rotation.
+   */
+  cohort?: string | undefined;
 }
 
 /** @internal The keys of {@link AcquireOptions}, for unknown-key checks. */
@@ -229,6 +259,9 @@ export const ACQUIRE_KEYS: readonly string[] = [
   'tenant',
   'kind',
   'priority',
+  'criticality',
+  'attempt',
+  'cohort',
 ];
 
 /** Options of {@link Limiter.close}. */
@@ -282,4 +315,6 @@ export interface LimiterSnapshot {
   tenants: number;
   /** `close()` was called. */
   closed: boolean;
+  /** Where the admission threshold stands, with `shedding` (else `undefined`). */
+  shedding: ShedThreshold | undefined;
 }

@@ -47,6 +47,8 @@ function describeRejection(reason: RejectReason, n: RejectionNumbers): string {
       return 'aborted before a permit was granted';
     case 'closed':
       return 'limiter closed';
+    case 'shed':
+      return `shed under overload: below the admission threshold, or made room for a more important request; ${inflight}, ${n.queued}/${n.maxQueued} waiting`;
   }
 }
 
