@@ -17,7 +17,7 @@ import type {
   LimitFetchGuard,
 } from '../shared/httpGuard.js';
 import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js';
-import { retryResponse } from '../shared/retry.js';
+import { DO_NOT_RETRY_HEADER, retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
 import { BodyLease, holdBody, type Releasable } from './BodyLease.js';
 import { anySignal, FetchDeadline } from './FetchDeadline.js';
@@ -176,7 +176,8 @@ class FetchCall implements HttpAttempt {
     if (deadline.expired || deadline.callerSignal?.aborted) return false;
     if (result.ok) {
       const outcome = outcomes.get(result.value) ?? 'ignore';
-      return retryResponse(outcome, result.value.headers.get('retry-after'));
+      const { headers } = result.value;
+      return retryResponse(outcome, headers.get('retry-after'), headers.get(DO_NOT_RETRY_HEADER));
     }
     if (isRefusal(result.error)) return false;
     return this.#outcome(undefined, result.error) === 'dropped';

@@ -1,6 +1,6 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
-import { retryResponse } from '../shared/retry.js';
+import { DO_NOT_RETRY_HEADER, retryResponse } from '../shared/retry.js';
 import { Caller } from './Caller.js';
 import type {
   Dispatch,
@@ -133,7 +133,11 @@ export class RetryingHandler {
     const { statusCode, headers } = result.value;
     const outcome = requestOutcome(config, this.#origin, method, statusCode, headers, undefined);
     const value = headers['retry-after'];
-    return retryResponse(outcome, typeof value === 'string' ? value : undefined);
+    return retryResponse(
+      outcome,
+      typeof value === 'string' ? value : undefined,
+      headers[DO_NOT_RETRY_HEADER],
+    );
   }
 
   #adopt(attempt: Attempt): void {
