@@ -31,6 +31,7 @@ export {
 
 export { type FetchFunction, limitFetch, retryAfterMs } from './fetch/limitFetch.js';
 export type {
+  LimitFetchInit,
   LimitFetchOptions,
   LimitFetchRequest,
   LimitFetchResult,

@@ -2,12 +2,13 @@ import type { Clock } from 'limits-core';
 
 /**
  * @internal One `limitFetch` call's deadline and signals: the caller's signal (from `init` or the
- * `Request`), our own controller (aborted at `timeoutMs`, or when a body is not consumed within
- * `bodyTimeoutMs`), and the signal given to fetch, which either aborts. Made only with a `timeoutMs` or
- * a body timeout; without them the caller's signal is passed on as is.
+ * `Request`, merged with the request context's, which aborts when the inbound client leaves), our
+ * own controller (aborted at `timeoutMs`, or when a body is not consumed within `bodyTimeoutMs`),
+ * and the signal given to fetch, which either aborts. Without a `timeoutMs` or a body timeout the
+ * caller's signal is passed on as is.
  */
 export class FetchDeadline {
-  /** The caller's own signal, if any. */
+  /** The caller's own signal (merged with the request context's), if any. */
   readonly callerSignal: AbortSignal | undefined;
   /** The signal every attempt's fetch gets. */
   readonly signal: AbortSignal | undefined;
@@ -17,18 +18,30 @@ export class FetchDeadline {
   readonly #controller: AbortController | undefined;
   #timer: unknown = undefined;
   #unlink: (() => void) | undefined = undefined;
+  #unlinkContext: (() => void) | undefined = undefined;
 
   /**
+   * @param contextSignal - the request context's signal, when the call carries one.
    * @param own - whether the call needs a controller of its own (a `bodyTimeoutMs`), even without
    *   a `timeoutMs`.
    */
   constructor(
     clock: Clock,
     timeoutMs: number,
-    callerSignal: AbortSignal | undefined,
+    signal: AbortSignal | undefined,
+    contextSignal: AbortSignal | undefined,
     own: boolean,
   ) {
     this.#clock = clock;
+    let callerSignal = signal;
+    if (contextSignal !== undefined) {
+      callerSignal =
+        signal === undefined
+          ? contextSignal
+          : anySignal(signal, contextSignal, (unlink) => {
+              this.#unlinkContext = unlink;
+            });
+    }
     this.callerSignal = callerSignal;
     const timed = timeoutMs !== Infinity;
     this.at = timed ? clock.now() + timeoutMs : Infinity;
@@ -74,6 +87,8 @@ export class FetchDeadline {
     }
     this.#unlink?.();
     this.#unlink = undefined;
+    this.#unlinkContext?.();
+    this.#unlinkContext = undefined;
   }
 
   /** The caller's signal and ours, either aborting (with the first reason). */
