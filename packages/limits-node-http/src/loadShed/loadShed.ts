@@ -92,6 +92,15 @@ export type LoadShedPlugin = (
  * first: work the application still does for a client that left no longer counts (and an
  * application that never ends a response holds its permit until the client gives up).
  *
+ * Each request says what it is worth: its time limit (`x-request-timeout-ms`, gRPC's
+ * `grpc-timeout`, Envoy's `x-envoy-expected-rq-timeout-ms`: the smallest), its criticality
+ * (`criticality`, else `x-request-criticality`), its attempt number (`x-request-attempt`, gRPC's and
+ * Envoy's attempt headers) and its cohort (`cohort`), all passed to the limiter (a limiter with
+ * `shedding` refuses the least important first) and kept in the request context the application
+ * runs in (`currentContext()`, carried on by `limitFetch` and `limitInterceptor`), whose signal
+ * aborts when the client disconnects. A request refused as `shed`, and any refused retry, is told
+ * not to retry (`x-do-not-retry: 1`).
+ *
  * With a `quota` (a limits-core `Quota`, e.g. a per-account axis and a global one on a
  * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of
  * the first full axis (429 for the account's own share before 503 for the global cap), the time to
