@@ -58,7 +58,10 @@ export class FetchDeadline {
       this.#timer = clock.setTimeout(() => {
         this.#timer = undefined;
         controller.abort(
-          new DOMException(`limits: request timed out after ${timeoutMs} ms`, 'TimeoutError'),
+          new DOMException(
+            `limits: request timed out after ${Math.round(timeoutMs)} ms`,
+            'TimeoutError',
+          ),
         );
       }, timeoutMs);
     }
