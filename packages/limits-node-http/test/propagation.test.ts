@@ -2,11 +2,14 @@
 // against a real server on 127.0.0.1: the headers each attempt sends (and never over the caller's),
 // the opt-outs, the budget refused before sending, the limiter's acquire options, the inbound
 // signal aborting the outbound call, and retries that stop at x-do-not-retry.
+import { getEventListeners } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
+import { guard } from 'limits-breaker';
 import { LimitExceededError, Limiter, type ReleaseEvent, RetryPolicy } from 'limits-core';
 import { Agent, request as undiciRequest } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  fetchGuard,
   type LimitFetchInit,
   limitFetch,
   limitInterceptor,
@@ -17,7 +20,8 @@ import { type FetchServer, startServer, until } from './support/fetchServer.js';
 
 /** What both clients are asked for. */
 interface ClientOptions {
-  limiter: Limiter;
+  limiter?: Limiter;
+  guard?: ReturnType<typeof fetchGuard>;
   propagate?: boolean | PropagateOptions;
   retry?: RetryPolicy;
 }
@@ -189,20 +193,52 @@ describe.each(clients)('propagation through %s', (_name, client) => {
     expect(options.timeoutMs).toBeLessThanOrEqual(4_990);
   });
 
-  it('aborts the outbound call when the context signal aborts, and releases its permit as ignore', async () => {
-    const { limiter, outcomes } = recorded();
-    server.handle = () => {};
+  it.each([
+    ['', undefined],
+    [' (a retried call)', immediate],
+  ])(
+    'aborts the outbound call when the context signal aborts, releases its permit as ignore and leaves no listener%s',
+    async (_case, retry) => {
+      const { limiter, outcomes } = recorded();
+      server.handle = () => {};
+      const inbound = new AbortController();
+      const call = client({ limiter, ...(retry === undefined ? {} : { retry: retry() }) });
+      const answer = runWithContext({ signal: inbound.signal }, () => call(server.url)).catch(
+        (e: unknown) => e,
+      );
+      await until(() => server.requests.length === 1);
+      inbound.abort(new DOMException('the client disconnected', 'AbortError'));
+      const error = await answer;
+      expect((error as Error).name).toBe('AbortError');
+      await until(() => limiter.inflight === 0 && server.aborted === 1);
+      expect(outcomes()).toEqual(['ignore']);
+      expect(server.requests).toHaveLength(1);
+    },
+  );
+
+  it('leaves no listener on the context signal once a call has ended', async () => {
     const inbound = new AbortController();
-    const call = client({ limiter });
-    const answer = runWithContext({ signal: inbound.signal }, () => call(server.url)).catch(
+    const call = client({ limiter: new Limiter({ limit: 4 }), retry: immediate() });
+    await runWithContext({ signal: inbound.signal }, async () => {
+      await call(server.url);
+      await call(server.url);
+    });
+    expect(getEventListeners(inbound.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('carries the context on through a guard too', async () => {
+    const breaker = fetchGuard(guard, { limiter: new Limiter({ limit: 4 }) });
+    const call = client({ guard: breaker });
+    await runWithContext({ timeoutMs: 5_000, criticality: 'sheddable' }, () => call(server.url));
+    expect(Number(seen(1)['x-request-timeout-ms'])).toBeLessThanOrEqual(4_990);
+    expect(seen(1)['x-request-criticality']).toBe('sheddable');
+    expect(seen(1)['x-request-attempt']).toBe('1');
+    const error = await runWithContext({ timeoutMs: 1 }, () => call(server.url)).catch(
       (e: unknown) => e,
     );
-    await until(() => server.requests.length === 1);
-    inbound.abort(new DOMException('the client disconnected', 'AbortError'));
-    const error = await answer;
-    expect((error as Error).name).toBe('AbortError');
-    await until(() => limiter.inflight === 0 && server.aborted === 1);
-    expect(outcomes()).toEqual(['ignore']);
+    expect((error as LimitExceededError).reason).toBe('deadline');
+    expect(server.requests).toHaveLength(1);
+    await breaker.shutdown();
   });
 
   it('does not send a call whose context signal has already aborted', async () => {

@@ -35,12 +35,16 @@ export class FetchDeadline {
     this.#clock = clock;
     let callerSignal = signal;
     if (contextSignal !== undefined) {
+      // A signal of the call's own, even without the caller's: fetch adds a listener to the signal
+      // it gets and removes it only when its request is collected, and the context's signal lives
+      // as long as the inbound request, across all of its calls.
+      const onUnlink = (unlink: () => void) => {
+        this.#unlinkContext = unlink;
+      };
       callerSignal =
         signal === undefined
-          ? contextSignal
-          : anySignal(signal, contextSignal, (unlink) => {
-              this.#unlinkContext = unlink;
-            });
+          ? followSignal(contextSignal, onUnlink)
+          : anySignal(signal, contextSignal, onUnlink);
     }
     this.callerSignal = callerSignal;
     const timed = timeoutMs !== Infinity;
@@ -126,5 +130,22 @@ export function anySignal(
     a.removeEventListener('abort', onA);
     b.removeEventListener('abort', onB);
   });
+  return controller.signal;
+}
+
+/**
+ * A signal that aborts when `source` does, with its reason: `AbortSignal.any` (Node ≥ 20.3), or a
+ * controller fed by a listener that `onUnlink` receives a function to remove.
+ */
+function followSignal(source: AbortSignal, onUnlink: (unlink: () => void) => void): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any([source]);
+  const controller = new AbortController();
+  if (source.aborted) {
+    controller.abort(source.reason);
+    return controller.signal;
+  }
+  const onAbort = () => controller.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  onUnlink(() => source.removeEventListener('abort', onAbort));
   return controller.signal;
 }
