@@ -153,7 +153,8 @@ export interface LimitInterceptorOptions {
    * aborted when the inbound client disconnects; and each attempt sends `x-request-timeout-ms`,
    * `x-request-criticality` and `x-request-attempt` (1, then 2, 3… for retries), never replacing a
    * header the caller set. `false` turns it off; an object sets the margin and the header names.
-   * One request opts out with the dispatch option `propagate: false` (see `PropagateOption`).
+   * One request opts out with the dispatch option `propagate: false` (see `PropagateOption`). A
+   * request to an origin the `limiter` function leaves unlimited is passed through untouched.
    * @default true (margin 10 ms)
    */
   propagate?: boolean | PropagateOptions;
