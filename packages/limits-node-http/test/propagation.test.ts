@@ -5,7 +5,14 @@
 import { getEventListeners } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { guard } from 'limits-breaker';
-import { LimitExceededError, Limiter, type ReleaseEvent, RetryPolicy } from 'limits-core';
+import {
+  type AcquireOptions,
+  LimitExceededError,
+  Limiter,
+  type PermitRequest,
+  type ReleaseEvent,
+  RetryPolicy,
+} from 'limits-core';
 import { Agent, request as undiciRequest } from 'undici';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -238,6 +245,30 @@ describe.each(clients)('propagation through %s', (_name, client) => {
     );
     expect((error as LimitExceededError).reason).toBe('deadline');
     expect(server.requests).toHaveLength(1);
+    await breaker.shutdown();
+  });
+
+  it("gives the guard's limiter each attempt's criticality, cohort and number, over fetchGuard's acquire", async () => {
+    const seenOptions: Array<AcquireOptions | undefined> = [];
+    class Recording extends Limiter {
+      override acquireWith(request: PermitRequest, options?: AcquireOptions) {
+        seenOptions.push(options);
+        return super.acquireWith(request, options);
+      }
+    }
+    const breaker = fetchGuard(guard, {
+      limiter: new Recording({ limit: 4, shedding: {} }),
+      acquire: { cost: 2 },
+    });
+    const call = client({ guard: breaker });
+    await runWithContext({ criticality: 'sheddable_plus', cohort: 'user-9' }, () =>
+      call(server.url),
+    );
+    await call(server.url); // outside a context: fetchGuard's options only
+    expect(seenOptions).toEqual([
+      { cost: 2, criticality: 'sheddable_plus', attempt: 1, cohort: 'user-9' },
+      { cost: 2 },
+    ]);
     await breaker.shutdown();
   });
 

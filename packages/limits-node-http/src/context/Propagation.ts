@@ -111,6 +111,13 @@ export class Propagation {
     return Math.min(ownMs, context.remainingMs() - this.marginMs);
   }
 
+  /** The criticality and cohort of the request, and the attempt's number, as acquire options. */
+  importance(context: Context, attempt: number): AcquireOptions {
+    const options: AcquireOptions = { criticality: context.criticality, attempt };
+    if (context.cohort !== undefined) options.cohort = context.cohort;
+    return options;
+  }
+
   /**
    * One attempt's acquire options: what is left of its time limit (`leftMs`, `Infinity`: none),
    * the request's criticality and cohort, the attempt's number, and `signal` when given.
@@ -121,9 +128,8 @@ export class Propagation {
     attempt: number,
     signal: AbortSignal | undefined,
   ): AcquireOptions {
-    const options: AcquireOptions = { criticality: context.criticality, attempt };
+    const options = this.importance(context, attempt);
     if (leftMs !== Infinity) options.timeoutMs = Math.max(0, leftMs);
-    if (context.cohort !== undefined) options.cohort = context.cohort;
     if (signal !== undefined) options.signal = signal;
     return options;
   }

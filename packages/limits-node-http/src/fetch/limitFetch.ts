@@ -266,6 +266,13 @@ class FetchCall implements HttpAttempt {
     return value.response as Response;
   }
 
+  /** For the guard's limiter: the request context's criticality and cohort, the attempt's number. */
+  importance(): AcquireOptions | undefined {
+    const context = this.#context;
+    if (context === undefined) return undefined;
+    return (this.config.propagation as Propagation).importance(context, this.#attempt);
+  }
+
   /** The guard's action for one attempt: the request under the call's signal and the guard's. */
   async run(ctx: FetchCallContext): Promise<Exchange> {
     const own = this.deadline.signal;

@@ -115,7 +115,8 @@ export interface LimitFetchOptions {
    * retries), never replacing a header the caller set. `false` turns it off; an object sets the
    * margin and the header names (see {@link PropagateOptions}). One call opts out with
    * `propagate: false` in its `init` (see {@link PropagateOption}). Without a context nothing
-   * changes. With `guard`, the guard's limiter gets no criticality (its acquire options are fixed).
+   * changes. With `guard`, each attempt's criticality, cohort and number go to the guard's limiter
+   * (over the `acquire` options given to `fetchGuard`).
    * @default true (margin 10 ms, the header names above)
    */
   propagate?: boolean | PropagateOptions;

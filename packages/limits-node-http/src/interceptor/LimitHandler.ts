@@ -1,4 +1,5 @@
 import type {
+  AcquireOptions,
   LimitExceededError,
   Limiter,
   Outcome,
@@ -151,6 +152,13 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     // now, so that its abort takes the request out of the limiter's queue.
     if (this.#ticket !== undefined) this.#caller.start(null);
     return true;
+  }
+
+  /** For the guard's limiter: the request context's criticality and cohort, the attempt's number. */
+  importance(): AcquireOptions | undefined {
+    const context = this.#context;
+    if (context === undefined) return undefined;
+    return (this.#config.propagation as Propagation).importance(context, this.#attempt);
   }
 
   /**

@@ -4,7 +4,7 @@
  * `limitFetch` and `limitInterceptor` both take it (one guard may serve both), and each hands
  * `guard.fire()` an {@link HttpAttempt} of its own.
  */
-import type { Outcome } from 'limits-core';
+import type { AcquireOptions, Outcome } from 'limits-core';
 import { checkObject, formatValue } from 'limits-core/internal';
 
 /**
@@ -32,6 +32,11 @@ export interface AttemptOutcome {
  */
 export interface HttpAttempt {
   run(ctx: FetchCallContext): Promise<AttemptOutcome>;
+  /**
+   * What the attempt is worth to a limiter with `shedding`: the request context's criticality and
+   * cohort and the attempt's number (`undefined` outside a request context, or with propagation off).
+   */
+  importance(): AcquireOptions | undefined;
 }
 
 /**
@@ -139,10 +144,22 @@ export function fetchGuard<F extends GuardFunction>(
       'limits: fetchGuard does not take "timeoutMs": the whole call\'s time limit is the "timeoutMs" of limitFetch or limitInterceptor, and one attempt\'s is "attemptTimeoutMs"',
     );
   }
+  const acquire = (given as { acquire?: unknown }).acquire;
+  if (acquire !== undefined && (acquire === null || typeof acquire !== 'object')) {
+    throw new TypeError(
+      `limits: fetchGuard's "acquire" must be acquire options (an object), got ${formatValue(acquire)}`,
+    );
+  }
   const g = guardFn(runAttempt, {
     ...given,
     timeoutMs: attemptTimeoutMs ?? false,
     classify: attemptOutcome,
+    // Each attempt's criticality, cohort and number, over the options given.
+    acquire: (attempt: HttpAttempt): AcquireOptions | undefined => {
+      const own = attempt.importance();
+      if (own === undefined) return acquire as AcquireOptions | undefined;
+      return acquire === undefined ? own : { ...(acquire as AcquireOptions), ...own };
+    },
   } as never) as ReturnType<F>;
   made.add(g);
   return g;
