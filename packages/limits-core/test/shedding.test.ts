@@ -347,6 +347,40 @@ describe('the admission threshold', () => {
     expect(load.outcomes.every((o) => o.answer !== undefined)).toBe(true);
   });
 
+  it('holds still while the calls in flight hang, and falls once they end', () => {
+    const load = new Load({
+      limit: 2,
+      maxQueued: 20,
+      initialServiceMs: 5,
+      shedding: { intervalMs: 10 },
+    });
+    const hung = [load.limiter.tryAcquire(), load.limiter.tryAcquire()] as Permit[];
+    const moves: number[] = [];
+    load.limiter.on('threshold', (t) => moves.push(t.rank));
+    // 400 ms of calls with a 30 ms time limit while nothing comes back: the queue fills, its waiters
+    // expire, and then the door refuses by deadline or by the threshold: an empty queue, no room.
+    load.drive(
+      [
+        () => ({ criticality: 'critical', timeoutMs: 30 }),
+        () => ({ criticality: 'sheddable', timeoutMs: 30 }),
+      ],
+      1,
+      400,
+      5,
+    );
+    expect(load.threshold.rank).toBeGreaterThan(0);
+    // It rose, and never fell back while the calls hung (no flapping between 0 and the top).
+    expect(moves.length).toBeGreaterThan(0);
+    expect(moves.every((rank, i) => i === 0 || rank >= (moves[i - 1] as number))).toBe(true);
+    for (const permit of hung) permit.success();
+    load.drive([() => ({ criticality: 'sheddable' })], 1, 20, 1);
+    for (let t = 0; t < 1000; t += 20) {
+      load.send({ criticality: 'sheddable' }, 1);
+      load.clock.advance(20);
+    }
+    expect(load.threshold.rank).toBe(0);
+  });
+
   it('tryAcquire and the no-options calls count and obey the threshold too', () => {
     const load = new Load({ limit: 2, maxQueued: 10, shedding: { intervalMs: 10 } });
     load.drive([sheddable], 2, 200, 10);

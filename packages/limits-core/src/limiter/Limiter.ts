@@ -486,6 +486,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
       queued: queue.size,
       oldestMs: queue.size === 0 ? 0 : Math.max(0, now - oldestAt(queue)),
       capacity: this.#gate?.capacity() ?? this.#capacity,
+      inflight: this.#inflight,
       serviceMs: this.#service.meanMs,
     });
     if (raised) {

@@ -21,6 +21,8 @@ export interface QueueState {
   oldestMs: number;
   /** Units that may be in flight. */
   capacity: number;
+  /** Units in flight now. */
+  inflight: number;
   /** Mean time a permit is held, in ms (0 when nothing was measured yet). */
   serviceMs: number;
 }
@@ -60,7 +62,9 @@ const FORGET_INTERVALS = 16;
  *   spike is met within an interval), never cutting the admitted flow under half the outflow;
  * - relaxed (delay ≤ `targetWaitMs / 2`): it may only fall, by at least the spare capacity
  *   (`capacity / serviceMs` per ms, less the outflow);
- * - in between: it holds.
+ * - in between: it holds; and while nothing was granted in the interval and every unit is taken (the
+ *   calls in flight hang), it holds too, whatever the queue: an empty queue then only says the door
+ *   refused everything.
  *
  * A rise that follows a fall must be significant: the arrivals it would refuse must exceed twice the
  * Poisson deviation of the admitted flow (`2 √admitted`), else it holds. Without that the threshold
@@ -181,6 +185,9 @@ export class AdmissionThreshold {
     if (intervals >= FORGET_INTERVALS && queue.queued === 0) {
       this.#smooth.fill(0);
       rank = 0;
+    } else if (this.#granted === 0 && queue.inflight >= queue.capacity) {
+      // Nothing served and no room: the calls in flight hang. An empty queue then only means the
+      // door refused everything (by deadline, or the threshold): not a sign of room. Hold.
     } else if (delay > o.targetWaitMs || delay <= o.targetWaitMs / 2) {
       const steady = (granted * o.targetWaitMs * QUEUE_SHARE) / o.intervalMs;
       const steer = granted + (steady - queue.queued) / STEER_INTERVALS;
