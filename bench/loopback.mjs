@@ -1,0 +1,207 @@
+// What the loopback scenario scripts (s5-importance-spike.mjs, s6-deadline-propagation.mjs,
+// s7-retry-storm.mjs) share: one clock readable in every process, the child-process plumbing (a
+// server per child on 127.0.0.1, asked questions over IPC), the open-loop sender and its lag
+// report, the machine's CPU use over a run, percentiles, and what the built packages offer (the
+// scenarios measure features that may be missing from a build, and say so instead of failing).
+//
+// Not a benchmark by itself: `node bench/s5-…` etc. import it.
+
+import { fork } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { machineBusy } from './harness.mjs';
+
+/**
+ * Milliseconds since the epoch with sub-millisecond resolution, the same in every process of a run
+ * (each process's `performance.timeOrigin` is an epoch time): server records and client records
+ * are compared on it.
+ */
+export const epochNow = () => performance.timeOrigin + performance.now();
+
+/**
+ * Forks `script` with `args` (a child that answers its first IPC message, e.g. `{ url }`, once it
+ * listens) and resolves with `{ child, first }`.
+ */
+export function startChild(script, args, execArgv = []) {
+  return new Promise((resolve, reject) => {
+    const child = fork(script, args, {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv,
+    });
+    child.once('message', (first) => resolve({ child, first }));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${script} ${args.join(' ')} exited (${code})`)));
+  });
+}
+
+let nextAsk = 1;
+/** Sends `msg` with an id to a child and resolves with the reply carrying the same id. */
+export function ask(child, msg) {
+  const id = nextAsk++;
+  return new Promise((resolve, reject) => {
+    const onExit = (code) =>
+      reject(new Error(`child exited (${code}) before answering ${msg.cmd}`));
+    const onMessage = (reply) => {
+      if (reply?.id !== id) return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve(reply);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    child.send({ ...msg, id });
+  });
+}
+
+/** In a child: answers `ask` messages with `handle(msg)` (sync or async). */
+export function answerAsks(handle) {
+  process.on('message', async (msg) => {
+    if (msg?.id === undefined) return;
+    const reply = await handle(msg);
+    process.send({ ...reply, id: msg.id });
+  });
+}
+
+/** Stops a child (SIGTERM) and waits for it to exit. */
+export function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * The open-loop sender. `phases` is a list of `{ name, ms, rates }`, `rates` a map stream → req/s;
+ * within a phase the n-th request of a stream is due at `phase start + (n + offset) / rate`
+ * (offset a fixed fraction per stream, so streams interleave), whatever happened to earlier ones.
+ * `fire(stream, phase, dueEpochMs)` sends one request (it must not wait for it). Resolves with
+ * `{ windows: { name: [fromEpochMs, toEpochMs] }, lag }`, `lag` the send lag (how late requests
+ * left, ms): `max`, `p99` and `late10` (the share sent more than 10 ms late).
+ */
+export async function openLoop(phases, fire) {
+  const windows = {};
+  const lags = [];
+  let start = epochNow() + 5;
+  for (const phase of phases) {
+    const end = start + phase.ms;
+    windows[phase.name] = [start, end];
+    const streams = Object.entries(phase.rates)
+      .filter(([, rate]) => rate > 0)
+      .map(([name, rate], i, all) => ({
+        name,
+        period: 1000 / rate,
+        next: start + ((i + 0.5) / all.length) * (1000 / rate),
+      }));
+    for (;;) {
+      let due = end;
+      for (const s of streams) if (s.next < due) due = s.next;
+      if (due >= end) break;
+      // Always yield: the responses of earlier requests are read between two sends.
+      const wait = due - epochNow();
+      await (wait > 1 ? sleep(wait) : yieldTurn());
+      // Everything due by now leaves now, stream by stream in due order.
+      const now = epochNow();
+      for (const s of streams) {
+        while (s.next <= now && s.next < end) {
+          lags.push(now - s.next);
+          fire(s.name, phase.name, s.next);
+          s.next += s.period;
+        }
+      }
+    }
+    const wait = end - epochNow();
+    if (wait > 0) await sleep(wait);
+    start = end;
+  }
+  lags.sort((a, b) => a - b);
+  return {
+    windows,
+    lag: {
+      max: lags.at(-1) ?? 0,
+      p99: percentile(lags, 99),
+      late10: lags.filter((x) => x > 10).length / Math.max(1, lags.length),
+    },
+  };
+}
+
+const yieldTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The p-th percentile (0–100) of an ascending list; NaN when empty. */
+export const percentile = (sorted, p) =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+
+/**
+ * Measures the whole machine's CPU use from now: `.end(ownCpuS)` gives the cores busy on average
+ * and, with the run's own CPU seconds (this process and its children), what other processes used.
+ */
+export function machineMeter() {
+  const m0 = machineBusy();
+  const t0 = performance.now();
+  return {
+    end(ownCpuS) {
+      const m1 = machineBusy();
+      const wallS = (performance.now() - t0) / 1000;
+      if (m0 === undefined || m1 === undefined) return { busy: Number.NaN, others: Number.NaN };
+      const busy = (m1.busyS - m0.busyS) / wallS;
+      return { busy, others: ownCpuS === undefined ? Number.NaN : busy - ownCpuS / wallS };
+    },
+  };
+}
+
+/** `x` as a percentage with `digits` decimals ("–" for NaN). */
+export const pct = (x, digits = 1) => (Number.isNaN(x) ? '–' : `${(x * 100).toFixed(digits)} %`);
+/** Milliseconds rounded ("–" for NaN). */
+export const ms0 = (x) => (Number.isNaN(x) ? '–' : String(Math.round(x)));
+
+/** Sleeps `ms`. */
+export const pause = (ms) => sleep(ms);
+
+/**
+ * What the built packages offer of importance shedding and of request context, found by trying
+ * (an unknown option is a TypeError in every package): `shedding` (Limiter's option), and for
+ * limits-node-http the names of the options it accepts among `names`.
+ */
+export async function probeFeatures() {
+  const core = await import('limits-core');
+  const http = await import('limits-node-http');
+  let shedding = false;
+  try {
+    new core.Limiter({ limit: 1, shedding: {} });
+    shedding = true;
+  } catch {}
+  const accepts = (make, key, value) => {
+    try {
+      make({ [key]: value });
+      return true;
+    } catch (error) {
+      return !(error instanceof TypeError && /unknown option/.test(error.message));
+    }
+  };
+  const limiter = () => new core.Limiter({ limit: 1 });
+  const shedKeys = ['criticality', 'cohort', 'attempt', 'context', 'deadlineHeaders'];
+  const fetchKeys = ['propagate', 'propagation', 'context', 'deadlineMarginMs', 'marginMs'];
+  return {
+    shedding,
+    contextApi: typeof http.currentContext === 'function',
+    loadShed: Object.fromEntries(
+      shedKeys.map((k) => [
+        k,
+        accepts(
+          (o) => http.loadShed({ limiter: limiter(), ...o }),
+          k,
+          k === 'context' ? false : () => undefined,
+        ),
+      ]),
+    ),
+    limitFetch: Object.fromEntries(
+      fetchKeys.map((k) => [
+        k,
+        accepts((o) => http.limitFetch(fetch, { limiter: limiter(), ...o }), k, false),
+      ]),
+    ),
+  };
+}
