@@ -7,9 +7,9 @@
 // Not a benchmark by itself: `node bench/s5-…` etc. import it.
 
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { machineBusy } from './harness.mjs';
 
 /**
  * Milliseconds since the epoch with sub-millisecond resolution, the same in every process of a run
@@ -76,17 +76,21 @@ export function stopChild(child) {
  * The open-loop sender. `phases` is a list of `{ name, ms, rates }`, `rates` a map stream → req/s;
  * within a phase the n-th request of a stream is due at `phase start + (n + offset) / rate`
  * (offset a fixed fraction per stream, so streams interleave), whatever happened to earlier ones.
- * `fire(stream, phase, dueEpochMs)` sends one request (it must not wait for it). Resolves with
+ * `fire(stream, phase, dueEpochMs)` sends one request (it must not wait for it); `onPhase(name)` is
+ * called as each phase starts (e.g. to tell a server to change). Resolves with
  * `{ windows: { name: [fromEpochMs, toEpochMs] }, lag }`, `lag` the send lag (how late requests
  * left, ms): `max`, `p99` and `late10` (the share sent more than 10 ms late).
  */
-export async function openLoop(phases, fire) {
+export async function openLoop(phases, fire, onPhase = () => {}) {
   const windows = {};
   const lags = [];
   let start = epochNow() + 5;
   for (const phase of phases) {
     const end = start + phase.ms;
     windows[phase.name] = [start, end];
+    const early = start - epochNow();
+    if (early > 1) await sleep(early);
+    onPhase(phase.name);
     const streams = Object.entries(phase.rates)
       .filter(([, rate]) => rate > 0)
       .map(([name, rate], i, all) => ({
@@ -134,20 +138,43 @@ export const percentile = (sorted, p) =>
     ? Number.NaN
     : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 
+/** CPU-seconds since boot from /proc/stat: processes (user, nice, system, steal) and interrupts (irq, softirq). */
+function procStat() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    return { procS: (f[0] + f[1] + f[2] + (f[7] ?? 0)) / 100, irqS: (f[5] + f[6]) / 100 };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Measures the whole machine's CPU use from now: `.end(ownCpuS)` gives the cores busy on average
- * and, with the run's own CPU seconds (this process and its children), what other processes used.
+ * Measures the machine's CPU use from now. `.end(ownCpuS)` gives the cores busy on average with
+ * processes (`busy`) and with interrupts (`irq`: loopback TCP is mostly softirq time, charged to no
+ * process), and, given the run's own CPU seconds (this process and its children), what other
+ * processes used (`others`, in cores; `undefined` when unknown).
  */
 export function machineMeter() {
-  const m0 = machineBusy();
+  const m0 = procStat();
   const t0 = performance.now();
   return {
     end(ownCpuS) {
-      const m1 = machineBusy();
+      const m1 = procStat();
       const wallS = (performance.now() - t0) / 1000;
-      if (m0 === undefined || m1 === undefined) return { busy: Number.NaN, others: Number.NaN };
-      const busy = (m1.busyS - m0.busyS) / wallS;
-      return { busy, others: ownCpuS === undefined ? Number.NaN : busy - ownCpuS / wallS };
+      if (m0 === undefined || m1 === undefined) {
+        return { busy: Number.NaN, irq: Number.NaN, others: undefined };
+      }
+      const busy = (m1.procS - m0.procS) / wallS;
+      return {
+        busy,
+        irq: (m1.irqS - m0.irqS) / wallS,
+        others: ownCpuS === undefined ? undefined : Math.max(0, busy - ownCpuS / wallS),
+      };
     },
   };
 }
@@ -161,47 +188,30 @@ export const ms0 = (x) => (Number.isNaN(x) ? '–' : String(Math.round(x)));
 export const pause = (ms) => sleep(ms);
 
 /**
- * What the built packages offer of importance shedding and of request context, found by trying
- * (an unknown option is a TypeError in every package): `shedding` (Limiter's option), and for
- * limits-node-http the names of the options it accepts among `names`.
+ * What the built packages offer of importance shedding and of the request context, found by trying
+ * (an unknown option is a TypeError naming it in every package): limits-core's `shedding`, loadShed's
+ * `cohort`, `context` and `doNotRetryHeader`, limitFetch's `propagate`, and `currentContext` /
+ * `runWithContext`.
  */
 export async function probeFeatures() {
   const core = await import('limits-core');
   const http = await import('limits-node-http');
-  let shedding = false;
-  try {
-    new core.Limiter({ limit: 1, shedding: {} });
-    shedding = true;
-  } catch {}
-  const accepts = (make, key, value) => {
+  const accepts = (make) => {
     try {
-      make({ [key]: value });
+      make();
       return true;
     } catch (error) {
       return !(error instanceof TypeError && /unknown option/.test(error.message));
     }
   };
   const limiter = () => new core.Limiter({ limit: 1 });
-  const shedKeys = ['criticality', 'cohort', 'attempt', 'context', 'deadlineHeaders'];
-  const fetchKeys = ['propagate', 'propagation', 'context', 'deadlineMarginMs', 'marginMs'];
+  const shed = (o) => accepts(() => http.loadShed({ limiter: limiter(), ...o }));
   return {
-    shedding,
-    contextApi: typeof http.currentContext === 'function',
-    loadShed: Object.fromEntries(
-      shedKeys.map((k) => [
-        k,
-        accepts(
-          (o) => http.loadShed({ limiter: limiter(), ...o }),
-          k,
-          k === 'context' ? false : () => undefined,
-        ),
-      ]),
-    ),
-    limitFetch: Object.fromEntries(
-      fetchKeys.map((k) => [
-        k,
-        accepts((o) => http.limitFetch(fetch, { limiter: limiter(), ...o }), k, false),
-      ]),
-    ),
+    shedding: accepts(() => new core.Limiter({ limit: 1, shedding: {} })),
+    cohort: shed({ cohort: () => undefined }),
+    context: shed({ context: false }) && typeof http.currentContext === 'function',
+    doNotRetry: shed({ doNotRetryHeader: 'x-do-not-retry' }),
+    propagate: accepts(() => http.limitFetch(fetch, { limiter: limiter(), propagate: false })),
+    runWithContext: typeof http.runWithContext === 'function',
   };
 }
