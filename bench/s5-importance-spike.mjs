@@ -163,22 +163,33 @@ async function serve(variant) {
     });
   }
 
-  // The worker pool: N slots of SERVICE_MS each (the limiter admits at most N, so nothing waits here).
+  // The worker pool: N slots of SERVICE_MS each (the limiter admits at most N, so nothing waits here
+  // unless the limiter admits more: loadShed releases a permit when its client leaves). Work abandoned
+  // by its client stops and frees its slot.
   let active = 0;
   let poolWaits = 0;
   const waiting = [];
-  const work = (done) => {
-    if (active >= N) {
-      poolWaits++;
-      waiting.push(done);
-      return;
-    }
+  const startWork = (res) => {
+    if (res.destroyed) return;
     active++;
-    setTimeout(() => {
+    let over = false;
+    const finish = () => {
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
       active--;
-      done();
-      if (waiting.length > 0) work(waiting.shift());
-    }, SERVICE_MS);
+      if (!res.destroyed) res.end('ok');
+      while (active < N && waiting.length > 0) startWork(waiting.shift());
+    };
+    const timer = setTimeout(finish, SERVICE_MS);
+    res.once('close', finish);
+  };
+  const work = (res) => {
+    if (active < N) startWork(res);
+    else {
+      poolWaits++;
+      waiting.push(res);
+    }
   };
 
   // One record per request: [arrival, class (0 critical, 1 sheddable), user, decided, outcome].
@@ -187,9 +198,7 @@ async function serve(variant) {
     const rec = req.benchRecord;
     rec[3] = epochNow();
     rec[4] = ADMITTED;
-    work(() => {
-      if (!res.destroyed) res.end('ok');
-    });
+    work(res);
   });
   const server = createServer((req, res) => {
     const cls = header(req, 'x-request-criticality') === 'critical' ? 0 : 1;
@@ -205,6 +214,8 @@ async function serve(variant) {
     handler(req, res);
   });
   server.keepAliveTimeout = 60_000;
+  let connections = 0;
+  server.on('connection', () => connections++);
 
   // The threshold, polled: one entry per change, [time, rank, criticality, firstAttempts, cohort].
   const threshold = [];
@@ -231,6 +242,7 @@ async function serve(variant) {
         threshold,
         ranks: limiter?.snapshot().shedding?.ranks,
         poolWaits,
+        connections,
         cpuS: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
       };
     }
@@ -250,7 +262,12 @@ async function serve(variant) {
 // Parent: the load generator and the analysis.
 
 async function runVariant(variant, undici) {
-  const { child, first } = await startChild(SELF, [`--child=service`, `--variant=${variant}`]);
+  const { child, first } = await startChild(SELF, [
+    ...args,
+    '--child=service',
+    `--variant=${variant}`,
+  ]);
+  const cpu0 = process.cpuUsage();
   if (first.unsupported !== undefined) {
     await stopChild(child);
     return { variant, unsupported: first.unsupported };
@@ -287,7 +304,8 @@ async function runVariant(variant, undici) {
           'x-user-id': `${cls === 0 ? 'c' : 's'}${user}`,
           'x-request-timeout-ms': String(BUDGET_MS),
         },
-        signal: AbortSignal.timeout(BUDGET_MS),
+        headersTimeout: BUDGET_MS,
+        bodyTimeout: BUDGET_MS,
       })
       .then(async ({ statusCode, body }) => {
         const text = await body.text();
@@ -297,7 +315,7 @@ async function runVariant(variant, undici) {
       })
       .catch((error) => {
         rec.done = epochNow();
-        rec.status = error?.name === 'TimeoutError' || error?.name === 'AbortError' ? -1 : -2;
+        rec.status = /Timeout/.test(error?.code ?? error?.name ?? '') ? -1 : -2;
       })
       .finally(() => pending.delete(p));
     pending.add(p);
@@ -317,11 +335,13 @@ async function runVariant(variant, undici) {
   );
   await Promise.all(pending);
   await pause(200);
+  const u = process.cpuUsage(cpu0);
+  const clientCpuS = (u.user + u.system) / 1e6;
   const server = await ask(child, { cmd: 'results' });
   await ask(child, { cmd: 'stop' }).catch(() => {});
   await stopChild(child);
   await agent.close();
-  return { variant, bridged: first.bridged, windows, lag, client: records, ...server };
+  return { variant, bridged: first.bridged, windows, lag, client: records, clientCpuS, ...server };
 }
 
 function analyse(r) {
@@ -464,13 +484,13 @@ async function main() {
   lines.push(
     `- service: ${N} slots × ${SERVICE_MS} ms (C = ${C} req/s); offered critical ${0.3 * C} + sheddable ${0.7 * C} req/s, spike sheddable ${SPIKE_X * 0.7 * C} req/s; ${BASE_S} s base + ${SPIKE_S} s spike + ${AFTER_S} s after per variant; budget ${BUDGET_MS} ms; machine busy ${machine.busy.toFixed(2)} cores with processes + ${machine.irq.toFixed(2)} with interrupts (loopback TCP) on average`,
     '',
-    '| variant | critical availability (spike) | sheddable availability | goodput (spike) % of C | inversions (windows) | shed-set pairs Jaccard ≥ 0.95 / equal (min) | shed users also served | threshold back at 0 for good / first at 0 (ms after spike) | peak rank / ranks | threshold moves: base / spike | critical p99 ms | critical failures by cause | send lag max / p99 ms, > 10 ms |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|',
+    '| variant | critical availability (spike) | sheddable availability | goodput (spike) % of C | inversions (windows) | shed-set pairs Jaccard ≥ 0.95 / equal (min) | shed users also served | threshold back at 0 for good / first at 0 (ms after spike) | peak rank / ranks | threshold moves: base / spike | critical p99 ms | critical failures by cause | send lag max / p99 ms, > 10 ms | CPU s: service / load generator |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|',
   );
   for (const r of results) {
     if (r.unsupported !== undefined) {
       lines.push(
-        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} |||||||||||| |`,
+        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} ||||||||||||| |`,
       );
       continue;
     }
@@ -482,7 +502,7 @@ async function main() {
         Object.entries(a.reasons)
           .map(([k, n]) => `${k} ${n}`)
           .join(', ') || 'none'
-      } | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)}, ${pct(r.lag.late10)} |`,
+      } | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)}, ${pct(r.lag.late10)} | ${r.cpuS.toFixed(1)} / ${r.clientCpuS.toFixed(1)} |`,
     );
   }
   lines.push(
