@@ -55,7 +55,9 @@
 // plain listener through `undici.fetch`, `limitFetch(undici.fetch, { limiter, propagate: true })` and
 // `limitFetch(…, { propagate: false })`, inside `runWithContext({ timeoutMs: 60_000, criticality:
 // 'sheddable', cohort: 'u1' })` (so propagation has something to send), and reads its own CPU time per
-// call. Medians over the rounds; the differences are the cost in µs.
+// call; a fourth caller, `propagate: false` with `timeoutMs: 60_000`, separates what the context's
+// deadline costs (a time limit's timer and signal) from the rest of propagation. Medians over the
+// rounds; the differences are the cost in µs.
 
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -279,6 +281,12 @@ async function costClient(url) {
       limiter: new Limiter({ limit: 1000 }),
       propagate: false,
     });
+    // The same time limit as the context's, without propagation: what a deadline costs by itself.
+    callers['limitFetch, propagate off, timeoutMs 60000'] = http.limitFetch(send, {
+      limiter: new Limiter({ limit: 1000 }),
+      propagate: false,
+      timeoutMs: 60_000,
+    });
   } else {
     callers.limitFetch = http.limitFetch(send, { limiter: new Limiter({ limit: 1000 }) });
   }
@@ -416,7 +424,8 @@ function analyse(r) {
   }
   // C's requests whose user sent them in the slow phase (expiry − budget ≥ s0).
   const cs = r.c.filter((x) => x[1] - BUDGET_MS >= s0 - 1 && x[1] - BUDGET_MS < s1);
-  const started = cs.filter((x) => !Number.isNaN(x[3]));
+  // (NaN comes back from the child as null.)
+  const started = cs.filter((x) => typeof x[3] === 'number' && !Number.isNaN(x[3]));
   const startedExpired = started.filter((x) => x[3] > x[1]);
   const expiredAtB = started.filter((x) => x[2] > x[1]);
   const cpuMs = cs.reduce((s, x) => s + x[7], 0);
@@ -573,11 +582,22 @@ async function main() {
     lines.push(row(fetchPlain));
     if (fetchOff !== undefined) {
       lines.push(row(fetchOff, fetchPlain));
+      const timed = find(cost.clientCells, 'limitFetch, propagate off, timeoutMs 60000');
+      lines.push(row(timed, fetchOff));
       lines.push(row(find(cost.clientCells, 'limitFetch, propagate on'), fetchOff));
+      lines.push(
+        row(
+          {
+            ...find(cost.clientCells, 'limitFetch, propagate on'),
+            name: 'limitFetch, propagate on (vs. the same time limit without propagation)',
+          },
+          timed,
+        ),
+      );
     } else lines.push(row(find(cost.clientCells, 'limitFetch'), fetchPlain));
     lines.push(
       '',
-      'Compared: loadShed context off with the plain handler, context on with context off; limitFetch propagate off with undici.fetch, propagate on with propagate off.',
+      'Compared: loadShed context off with the plain handler, context on with context off; limitFetch propagate off with undici.fetch; its time limit alone and propagate on with propagate off; propagate on with the same time limit without propagation.',
     );
   }
   console.log(lines.join('\n'));
