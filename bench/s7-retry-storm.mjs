@@ -328,6 +328,19 @@ function analyse(r) {
       if (Number.isNaN(recovered)) recovered = t - r0;
     } else recovered = Number.NaN;
   }
+  // The shedding threshold: its highest rank during the trigger, and when it was back at 0 for good.
+  let rankMax = 0;
+  for (const [t, rank] of r.threshold) if (inW(t, tw)) rankMax = Math.max(rankMax, rank);
+  const lastUp = r.threshold.filter(([t, rank]) => t < r1 && rank > 0).at(-1);
+  const zeroAfter = r.threshold.find(
+    ([t, rank]) => lastUp !== undefined && t > lastUp[0] && rank === 0,
+  );
+  const thresholdBack =
+    lastUp === undefined || lastUp[0] < tw[0]
+      ? 0
+      : zeroAfter === undefined || zeroAfter[0] >= r1
+        ? Number.NaN
+        : Math.max(0, zeroAfter[0] - tw[1]);
   const dnr = (name) => r.attempts.filter((a) => callPhase(a.call) === name && a.dnr).length;
   return {
     firstOk: firstOk / triggerS / C,
@@ -338,6 +351,8 @@ function analyse(r) {
     error: phaseStats('error'),
     refusals,
     recovered,
+    rankMax,
+    thresholdBack,
     dnrTrigger: dnr('trigger'),
     dnrHang: dnr('hang'),
   };
@@ -365,13 +380,13 @@ async function main() {
   lines.push(
     `- service: ${N} slots × ${SERVICE_MS} ms (C = ${C} req/s); calls offered ${0.7 * C}/s, ${1.2 * C}/s during the trigger; phases ${PHASES.map((p) => `${p.name} ${p.s} s`).join(', ')}; call budget ${BUDGET_MS} ms; machine busy ${machine.busy.toFixed(2)} cores with processes + ${machine.irq.toFixed(2)} with interrupts (loopback TCP) on average`,
     '',
-    '| variant | first attempts OK in the trigger, % of C | calls OK in the trigger, % of C | attempts per call: trigger / recovery | service refusals in the trigger | recovered to 90 % after (ms) | attempts ÷ first attempts: hang / error | x-do-not-retry answers: trigger / hang | send lag max / p99 ms |',
-    '|---|---:|---:|---:|---|---:|---:|---:|---:|',
+    '| variant | first attempts OK in the trigger, % of C | calls OK in the trigger, % of C | attempts per call: trigger / recovery | service refusals in the trigger | recovered to 90 % after (ms) | threshold: highest rank in the trigger, back at 0 after (ms) | attempts ÷ first attempts: hang / error | x-do-not-retry answers: trigger / hang | send lag max / p99 ms |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---:|---:|',
   );
   for (const r of results) {
     if (r.unsupported !== undefined) {
       lines.push(
-        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} |||||||| |`,
+        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} ||||||||| |`,
       );
       continue;
     }
@@ -382,7 +397,7 @@ async function main() {
         Object.entries(a.refusals)
           .map(([k, n]) => `${k} ${n}`)
           .join(', ') || 'none'
-      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
+      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${r.shedding ? `${a.rankMax}, ${Number.isNaN(a.thresholdBack) ? 'not within the recovery' : ms0(a.thresholdBack)}` : '–'} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
     );
   }
   lines.push(
