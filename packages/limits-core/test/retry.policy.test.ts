@@ -308,10 +308,12 @@ describe('RetryPolicy never retries a refusal', () => {
     expect(isRefusal('CIRCUIT_OPEN')).toBe(false);
   });
 
-  test('a limiter refusal or an open circuit is thrown at once, even if retryIf says retry', async () => {
+  test('a limiter refusal, an open circuit or a retryable: false error is thrown at once, even if retryIf says retry', async () => {
     const refusals = [
       new LimitExceededError('queue full', { reason: 'queue_full' }),
+      new LimitExceededError('shed', { reason: 'shed' }),
       Object.assign(new Error('open'), { code: 'CIRCUIT_OPEN' }),
+      Object.assign(new Error('do not retry'), { retryable: false }),
     ];
     for (const refusal of refusals) {
       const { clock, policy, events } = setup({ maxAttempts: 5 });

@@ -7,8 +7,10 @@ import { MonotonicTime } from '../internal/MonotonicTime.js';
 import { PromiseCapture } from '../internal/PromiseCapture.js';
 import type { Outcome } from '../permit/outcome.js';
 import { Permit } from '../permit/Permit.js';
+import { RankOrder } from '../queue/RankOrder.js';
 import { Waiter, WaiterExtras } from '../queue/Waiter.js';
 import { WaitQueue } from '../queue/WaitQueue.js';
+import { AdmissionThreshold } from '../shedding/AdmissionThreshold.js';
 import { checkAcquire, closeTimeout, taskError, tryAcquireCost } from './checks.js';
 import { emitSafely, listeners } from './emit.js';
 import type { LimiterEvents } from './events.js';
@@ -62,8 +64,13 @@ export class Limiter extends EventEmitter<LimiterEvents> {
   readonly #maxCost: number;
   readonly #maxQueued: number;
   readonly #maxQueuedBytes: number;
-  /** A cost of 1 can be admitted (`maxCost` ≥ 1; else admission refuses it as `too_large`). */
-  readonly #unitFits: boolean;
+  /**
+   * A call without options may take the fast paths: a cost of 1 can be admitted (`maxCost` ≥ 1;
+   * else admission refuses it as `too_large`) and nothing ranks calls (no `shedding`).
+   */
+  readonly #unitFast: boolean;
+  /** The admission threshold (`shedding`), if any. */
+  readonly #threshold: AdmissionThreshold | undefined;
   readonly #leaks: LeakTracker | undefined;
   #capacity: number;
   #inflight = 0;
@@ -83,7 +90,9 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     this.#maxCost = o.gate?.maxCost ?? o.maxCost;
     this.#maxQueued = o.maxQueued;
     this.#maxQueuedBytes = o.maxQueuedBytes;
-    this.#unitFits = this.#maxCost >= 1;
+    this.#unitFast = this.#maxCost >= 1 && o.shedding === undefined;
+    this.#threshold =
+      o.shedding === undefined ? undefined : new AdmissionThreshold(o.shedding, time.now());
     const feed = new LimitFeed(o, time, this, {
       held: () => this.#permits > 0,
       onLimit: (limit) =>
@@ -165,7 +174,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
       stalledSamples: feed.stalledSamples,
       tenants: queue.selector instanceof DeficitRoundRobin ? queue.selector.tenants : 0,
       closed: this.#closed,
-      shedding: undefined,
+      shedding: this.#threshold?.view(),
     };
   }
 
@@ -185,6 +194,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
       this.#closed ||
       (queue.size > 0 && !queue.newestFirst()) ||
       cost > this.#maxCost ||
+      (this.#threshold !== undefined && this.#shed(options, this.#time.now()) < 0) ||
       !this.#fits(cost)
     ) {
       return undefined;
@@ -225,7 +235,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
    * faster without): open, nobody queued (else full admission decides), a cost of 1 admissible and free.
    */
   #unitFree(): boolean {
-    return !this.#closed && this.#queue.size === 0 && this.#unitFits && this.#fits(1);
+    return !this.#closed && this.#queue.size === 0 && this.#unitFast && this.#fits(1);
   }
 
   /**
@@ -299,6 +309,12 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     if (cost > this.#maxCost) return this.#refuse(request, 'too_large', cost);
     // A time limit already spent is refused even when capacity is free.
     if (deadline <= now) return this.#refuse(request, 'deadline', cost);
+    let rank = -1;
+    if (this.#threshold !== undefined) {
+      if (Number.isNaN(now)) now = this.#time.now();
+      rank = this.#shed(options, now);
+      if (rank < 0) return this.#refuse(request, 'shed', cost);
+    }
     const queue = this.#queue;
     if ((queue.size === 0 || queue.newestFirst()) && this.#fits(cost)) {
       const permit = this.#grant(cost, 0, this.#timed(deadline !== Infinity), now, undefined);
@@ -311,7 +327,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     }
     if (options === undefined && queue.selector === undefined)
       return this.#enqueuePlain(task, request);
-    return this.#enqueue(cost, now, deadline, options, task, request);
+    return this.#enqueue(cost, now, deadline, options, task, request, rank);
   }
 
   /**
@@ -328,7 +344,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     const queue = this.#queue;
     const maxQueued = this.#maxQueued;
     if (maxQueued === 0 || queue.size >= maxQueued || queue.queuedBytes > this.#maxQueuedBytes) {
-      return this.#enqueue(1, Number.NaN, Infinity, undefined, task, request);
+      return this.#enqueue(1, Number.NaN, Infinity, undefined, task, request, -1);
     }
     const now = queue.arrivalReportedOnly ? this.#time.turnNow() : this.#time.now();
     const promise = request === undefined ? this.#capture.promise() : undefined;
@@ -350,6 +366,8 @@ export class Limiter extends EventEmitter<LimiterEvents> {
    * @param deadline - the caller's deadline (clock ms), `Infinity` for none.
    * @param task - for `run()`: the task to start once granted.
    * @param request - for `acquireWith()`: the request to answer.
+   * @param rank - with `shedding`, the call's rank (-1 otherwise): a full queue makes room for it by
+   *   refusing a lower-ranked waiter.
    * @returns the caller's promise; for a request the permit if served at once, else `undefined`.
    */
   #enqueue(
@@ -359,10 +377,14 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     options: AcquireOptions | undefined,
     task: ((signal: AbortSignal) => unknown) | undefined,
     request: PermitRequest | undefined,
+    rank: number,
   ): unknown {
     const queue = this.#queue;
     if (this.#maxQueued === 0) return this.#refuse(request, 'at_limit', cost);
-    if (queue.size >= this.#maxQueued) return this.#refuse(request, 'queue_full', cost);
+    // A loop: refusing a waiter runs its caller's code, which may queue another request.
+    while (queue.size >= this.#maxQueued) {
+      if (!this.#makeRoom(rank)) return this.#refuse(request, 'queue_full', cost);
+    }
     if (queue.selector?.refuse(options?.tenant) !== undefined) {
       return this.#refuse(request, 'queue_full', cost, undefined, 0, options?.tenant);
     }
@@ -384,7 +406,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
     const promise = request === undefined ? this.#capture.promise() : undefined;
     const waiter = this.#waiter(cost, now, extras, task, request);
     try {
-      queue.add(waiter, now, options);
+      queue.add(waiter, now, rank < 0 ? options : { priority: rank });
     } catch (error) {
       // Nothing changed (a user's estimator or fairness quantum function threw).
       if (request !== undefined) throw error;
@@ -439,6 +461,57 @@ export class Limiter extends EventEmitter<LimiterEvents> {
         queuedBytes: queue.queuedBytes,
       });
     }
+  }
+
+  /**
+   * With `shedding`: ends the threshold's interval when due, ranks the call and counts its arrival.
+   * @returns the call's rank, or -1 when it is below the threshold (to be refused as `shed`).
+   */
+  #shed(options: AcquireOptions | undefined, now: number): number {
+    const threshold = this.#threshold as AdmissionThreshold;
+    if (now >= threshold.tickAt) this.#tick(now);
+    const rank = threshold.rankOf(options?.criticality, options?.attempt, options?.cohort);
+    return threshold.admits(rank) ? rank : -1;
+  }
+
+  /**
+   * Ends the threshold's interval: it moves with the queue's state, and waiters now below it leave
+   * with reason `shed` (a risen threshold refuses the queued calls it would refuse at the door).
+   */
+  #tick(now: number): void {
+    const threshold = this.#threshold as AdmissionThreshold;
+    const queue = this.#queue;
+    const before = threshold.rank;
+    const raised = threshold.tick(now, {
+      queued: queue.size,
+      oldestMs: queue.size === 0 ? 0 : Math.max(0, now - oldestAt(queue)),
+      capacity: this.#gate?.capacity() ?? this.#capacity,
+      serviceMs: this.#service.meanMs,
+    });
+    if (raised) {
+      const order = queue.selector as RankOrder;
+      for (let w = order.lowest(); w !== undefined; w = order.lowest()) {
+        if (!threshold.below(RankOrder.rankOf(w))) break;
+        this.#remove(w, 'shed');
+      }
+    }
+    if (threshold.rank !== before && listeners(this).threshold !== undefined) {
+      emitSafely(this, 'threshold', threshold.view());
+    }
+  }
+
+  /**
+   * With `shedding`, a full queue makes room for a call of `rank` by refusing its lowest-ranked
+   * waiter (reason `shed`) when that one ranks below the call.
+   * @returns whether room was made.
+   */
+  #makeRoom(rank: number): boolean {
+    if (rank < 0) return false;
+    const order = this.#queue.selector as RankOrder;
+    const lowest = order.lowest();
+    if (lowest === undefined || RankOrder.rankOf(lowest) >= rank) return false;
+    this.#remove(lowest, 'shed');
+    return true;
   }
 
   /** Ms until the work ahead leaves room for `cost` units, at `capacity` units per service time. */
@@ -627,6 +700,7 @@ export class Limiter extends EventEmitter<LimiterEvents> {
   #count(cost: number, waitedMs: number): number {
     this.#inflight += cost;
     this.#permits++;
+    this.#threshold?.granted();
     const gate = this.#gate;
     gate?.granted(cost);
     if (listeners(this).acquire !== undefined) {

@@ -1,6 +1,7 @@
 import type { LimitDecision, Sample } from '../algorithms/LimitAlgorithm.js';
 import type { RejectReason } from '../errors/LimitExceededError.js';
 import type { Outcome } from '../permit/outcome.js';
+import type { ShedThreshold } from '../shedding/options.js';
 
 /** Payload of the `limit` event: the integer limit changed. */
 export interface LimitEvent {
@@ -110,6 +111,11 @@ export interface LimiterEvents {
    * or `ignore()`: it was released as `ignore` (see `trackLeaks`).
    */
   leak: (event: LeakEvent) => void;
+  /**
+   * With `shedding`: the admission threshold moved (see {@link ShedThreshold}; `rank` 0: nothing is
+   * refused by it). At most once per `shedding.intervalMs`.
+   */
+  threshold: (event: ShedThreshold) => void;
   /**
    * A listener threw, or the limit algorithm threw or gave a limit that is not a number in
    * `[0, Infinity)` (the limiter then keeps its last good limit). Without an `error` listener the

@@ -14,7 +14,10 @@ import {
 } from '../internal/validate.js';
 import type { Classify } from '../permit/outcome.js';
 import { PriorityAging, type PriorityOptions } from '../queue/PriorityAging.js';
+import { RankOrder } from '../queue/RankOrder.js';
 import type { Selector } from '../queue/Selector.js';
+import type { ResolvedShedding } from '../shedding/AdmissionThreshold.js';
+import type { SheddingOptions } from '../shedding/options.js';
 import {
   type CapacityGate,
   type CodelOptions,
@@ -47,6 +50,8 @@ export interface ResolvedOptions {
   gate: CapacityGate | undefined;
   classify: Classify | undefined;
   trackLeaks: 'off' | 'on' | 'stack';
+  /** Importance-based shedding, when on (its selector is then a {@link RankOrder}). */
+  shedding: ResolvedShedding | undefined;
 }
 
 const unbounded = { min: 0, minExclusive: true, allowInfinity: true };
@@ -74,6 +79,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'fairness',
   'priority',
   'trackLeaks',
+  'shedding',
 ];
 
 /** @internal The keys of {@link LimiterOptions.fairness}. */
@@ -88,6 +94,14 @@ export const PRIORITY_OPTION_KEYS: readonly string[] = [
   'agingPerSecond',
   'maxAgedPriority',
   'minShare',
+];
+/** @internal The keys of {@link LimiterOptions.shedding}. */
+export const SHEDDING_OPTION_KEYS: readonly string[] = [
+  'targetWaitMs',
+  'intervalMs',
+  'cohorts',
+  'resaltMs',
+  'salt',
 ];
 /** @internal The keys of {@link LimiterOptions.codel}. */
 export const CODEL_OPTION_KEYS: readonly string[] = ['targetMs', 'intervalMs'];
@@ -207,6 +221,12 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     );
   }
   const clock = checkClock('clock', options.clock) ?? systemClock;
+  const shedding = resolveShedding(options.shedding, clock);
+  if (shedding !== undefined && (fairness !== undefined || priority !== undefined)) {
+    throw new RangeError(
+      `limits: option "shedding" cannot be combined with "${fairness === undefined ? 'priority' : 'fairness'}"; choose one`,
+    );
+  }
   const classify = checkFunction<Classify>('classify', options.classify);
   const gate = (options as GatedOptions)[GATE];
   const maxQueued = checkNumber('maxQueued', options.maxQueued, 0, {
@@ -239,6 +259,8 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     selector = new DeficitRoundRobin(fairness, estimator?.ceiling ?? maxCost);
   } else if (priority !== undefined) {
     selector = new PriorityAging(priority);
+  } else if (shedding !== undefined) {
+    selector = new RankOrder(8 * shedding.cohorts);
   }
   return {
     algorithm,
@@ -260,5 +282,34 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     gate,
     classify,
     trackLeaks: checkOneOf('trackLeaks', options.trackLeaks, 'on', ['off', 'on', 'stack']),
+    shedding,
+  };
+}
+
+/** The `shedding` option, checked (`undefined`: off). */
+function resolveShedding(value: unknown, clock: Clock): ResolvedShedding | undefined {
+  const o = checkFeature<SheddingOptions>('shedding', value, SHEDDING_OPTION_KEYS);
+  if (o === undefined) return undefined;
+  const salt = o.salt as unknown;
+  if (salt !== undefined && typeof salt !== 'string') {
+    throw new TypeError(
+      `limits: option "shedding.salt" must be a string, got ${formatValue(salt)}`,
+    );
+  }
+  return {
+    targetWaitMs: checkNumber('shedding.targetWaitMs', o.targetWaitMs, 20, positive),
+    intervalMs: checkNumber('shedding.intervalMs', o.intervalMs, 100, {
+      min: 10,
+      max: 10_000,
+      integer: true,
+    }),
+    cohorts: checkNumber('shedding.cohorts', o.cohorts, 128, { min: 1, max: 1024, integer: true }),
+    resaltMs: checkNumber('shedding.resaltMs', o.resaltMs, 3_600_000, {
+      min: 60_000,
+      allowInfinity: true,
+    }),
+    salt: salt ?? '',
+    // The cohorts' period follows the wall clock, so services with the same salt agree on it.
+    wallNow: clock === systemClock ? Date.now : () => clock.now(),
   };
 }

@@ -28,6 +28,8 @@ const DONE = -1;
  * Rules:
  * - a refusal ({@link isRefusal}: the limiter refused, or the circuit is open) is never retried,
  *   whatever `retryIf` says: the call rejects with it at once;
+ * - nor is an error whose `retryable` property is `false`: the downstream said not to retry (e.g. an
+ *   HTTP client's error for a response that carried a "do not retry" signal);
  * - each call records one request in the budget; each retry must be paid for by it
  *   (`tryRetry()`), else the last result is the call's result and `budget_exhausted` is emitted;
  * - the caller's `signal` ends the wait between attempts at once (the timer is cleared) and stops
@@ -120,7 +122,9 @@ export class RetryPolicy extends EventEmitter<RetryEvents> {
    * @throws the error of a `retryIf` that throws, or a TypeError for a bad `retryIf` answer.
    */
   #decide<T>(result: AttemptResult<T>, attempt: number, args: RunArguments<T>): number {
-    if (args.signal?.aborted || (!result.ok && isRefusal(result.error))) return DONE;
+    if (args.signal?.aborted || (!result.ok && (isRefusal(result.error) || final(result.error)))) {
+      return DONE;
+    }
     const verdict = args.retryIf === undefined ? !result.ok : this.#ask(result, attempt, args);
     if (verdict === false) return DONE;
     const o = this.#o;
@@ -184,6 +188,15 @@ export class RetryPolicy extends EventEmitter<RetryEvents> {
       reportListenerError<RetryEvents>(this, error);
     }
   }
+}
+
+/** Whether `error` says it must not be retried (`retryable: false`). */
+function final(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { retryable?: unknown }).retryable === false
+  );
 }
 
 /** One attempt's result; a task that throws synchronously counts as one that rejected. */

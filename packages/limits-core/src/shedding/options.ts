@@ -46,19 +46,27 @@ export interface SheddingOptions {
  */
 export interface ShedThreshold {
   /**
-   * The point in the order, from 0 (nothing is refused) to `ranks`: calls whose rank is below it are
-   * refused with reason `shed`. Rank of a call: `(level × 2 + (first attempt ? 1 : 0)) × cohorts +
-   * cohort`, with level 0 for `sheddable` up to 3 for `critical_plus`.
+   * The point in the order, from 0 (nothing is refused) up to `7 × cohorts`. The rank of a call is
+   * `(level × 2 + (first attempt ? 1 : 0)) × cohorts + cohort`, with level 0 for `sheddable` up to 3
+   * for `critical_plus`; calls ranked `r` with `r + 1 ≤ rank` are refused with reason `shed`, calls
+   * with `r ≥ rank` pass, and of the one rank in between (a fractional `rank`) the share
+   * `r + 1 − rank` passes.
    */
   rank: number;
-  /** The number of ranks: `8 × cohorts`. The threshold never passes `7 × cohorts`: first attempts of `critical_plus` are never refused by it. */
+  /**
+   * The number of ranks: `8 × cohorts`. The threshold never passes `7 × cohorts`: first attempts of
+   * `critical_plus` are never refused by it.
+   */
   ranks: number;
   /**
    * The level the threshold cuts into: calls of lower levels are all refused, calls of higher
    * levels all pass; `undefined` when nothing is refused.
    */
   criticality: Criticality | undefined;
-  /** At that level, `true` once first attempts are refused too (cohorts below `cohort`); `false` while only its retries are. */
+  /**
+   * At that level, `true` once first attempts are refused too (cohorts below `cohort`); `false` while
+   * only its retries are.
+   */
   firstAttempts: boolean;
   /** At that level and attempt kind, the cohorts below this one are refused. */
   cohort: number;
