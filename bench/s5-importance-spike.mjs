@@ -368,6 +368,9 @@ function analyse(r) {
     .map((x) => x.done - x.sent)
     .sort((a, b) => a - b);
 
+  const inBase = client.filter((x) => x.sent >= b0 && x.sent < s0);
+  const baseFailed = inBase.filter((x) => x.status !== 200).length;
+
   // Inversions at the server: per 100 ms window of decision time.
   const win = new Map();
   for (const [, cls, , decided, outcome] of r.records) {
@@ -465,8 +468,13 @@ function analyse(r) {
     rankMin: Math.min(...steady),
     rankMax: Math.max(...steady),
     sentSpike: sentInSpike.length,
+    baseFailed,
+    baseSent: inBase.length,
   };
 }
+
+/** A threshold rank: an integer as is, a fractional one with one decimal. */
+const fmtRank = (rank) => (Number.isInteger(rank) ? String(rank) : rank.toFixed(1));
 
 async function main() {
   const undici = await import('undici');
@@ -502,7 +510,7 @@ async function main() {
     '',
     'Who is shed, and the threshold (constant overload = the spike after its first second):',
     '',
-    '| variant | consecutive 1 s windows: Jaccard ≥ 0.95 / equal (lowest), of pairs | shed users also served | threshold rank min–max at constant overload (of ranks), changes | threshold moves in the base phase | back at 0 for good / first at 0, ms after the spike |',
+    '| variant | consecutive 1 s windows: Jaccard ≥ 0.95 / equal (lowest), of pairs | shed users also served | threshold rank min–max at constant overload (of ranks), changes | base phase (load = C): threshold moves, requests not served | back at 0 for good / first at 0, ms after the spike |',
     '|---|---:|---:|---:|---:|---:|',
   ];
   for (const r of results) {
@@ -523,7 +531,7 @@ async function main() {
       `| ${name} | ${pct(a.critAvail, 2)} | ${pct(a.shedAvail)} | ${pct(a.goodput / C)} | ${a.inversions} (${a.inversionWindows}) | ${ms0(a.critLatP99)} | ${causes} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)}, ${pct(r.lag.late10)} | ${r.cpuS.toFixed(1)} / ${r.clientCpuS.toFixed(1)} |`,
     );
     shedding.push(
-      `| ${name} | ${pct(a.jaccardOk, 0)} / ${pct(a.jaccardEqual, 0)} (${a.jaccardMin.toFixed(3)}), ${a.jaccardPairs} | ${pct(a.mixedShare)} of ${a.shedUsers} | ${levels ? `${a.rankMin}–${a.rankMax} (${r.ranks}), ${a.spikeMoves}` : '–'} | ${levels ? a.baseMoves : '–'} | ${levels ? `${ms0(a.backForGood)} / ${ms0(a.firstZero)}` : '–'} |`,
+      `| ${name} | ${pct(a.jaccardOk, 0)} / ${pct(a.jaccardEqual, 0)} (${a.jaccardMin.toFixed(3)}), ${a.jaccardPairs} | ${pct(a.mixedShare)} of ${a.shedUsers} | ${levels ? `${fmtRank(a.rankMin)}–${fmtRank(a.rankMax)} (${r.ranks}), ${a.spikeMoves}` : '–'} | ${levels ? a.baseMoves : '–'}, ${a.baseFailed} of ${a.baseSent} | ${levels ? `${ms0(a.backForGood)} / ${ms0(a.firstZero)}` : '–'} |`,
     );
   }
   lines.push(...outcome, ...shedding);
