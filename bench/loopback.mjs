@@ -182,6 +182,9 @@ export const pct = (x, digits = 1) => (Number.isNaN(x) ? '–' : `${(x * 100).to
 /** Milliseconds rounded ("–" for NaN). */
 export const ms0 = (x) => (Number.isNaN(x) ? '–' : String(Math.round(x)));
 
+/** A shedding threshold's rank: an integer as is, a fractional one with one decimal. */
+export const fmtRank = (rank) => (Number.isInteger(rank) ? String(rank) : rank.toFixed(1));
+
 /** Sleeps `ms`. */
 export const pause = (ms) => sleep(ms);
 

@@ -64,6 +64,7 @@ import {
   answerAsks,
   ask,
   epochNow,
+  fmtRank,
   machineMeter,
   ms0,
   openLoop,
@@ -472,9 +473,6 @@ function analyse(r) {
     baseSent: inBase.length,
   };
 }
-
-/** A threshold rank: an integer as is, a fractional one with one decimal. */
-const fmtRank = (rank) => (Number.isInteger(rank) ? String(rank) : rank.toFixed(1));
 
 async function main() {
   const undici = await import('undici');

@@ -52,6 +52,7 @@ import {
   answerAsks,
   ask,
   epochNow,
+  fmtRank,
   machineMeter,
   ms0,
   openLoop,
@@ -397,7 +398,7 @@ async function main() {
         Object.entries(a.refusals)
           .map(([k, n]) => `${k} ${n}`)
           .join(', ') || 'none'
-      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${r.shedding ? `${a.rankMax}, ${Number.isNaN(a.thresholdBack) ? 'not within the recovery' : ms0(a.thresholdBack)}` : '–'} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
+      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${r.shedding ? `${fmtRank(a.rankMax)}, ${Number.isNaN(a.thresholdBack) ? 'not within the recovery' : ms0(a.thresholdBack)}` : '–'} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
     );
   }
   lines.push(
