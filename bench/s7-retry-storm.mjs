@@ -311,11 +311,22 @@ function analyse(r) {
     if (first.status === 200 && inW(first.done, tw)) firstOk++;
   }
   const callsOk = r.calls.filter((c) => c.ok && inW(c.done, tw)).length;
-  const refusals = {};
-  for (const [t, , status, , reason] of r.records) {
-    if (!inW(t, tw) || status !== 503) continue;
-    refusals[reason] = (refusals[reason] ?? 0) + 1;
-  }
+  // The service's refusals by reason (and, in the hang phase, by attempt: 1st / retry / unknown).
+  const refusalsIn = (w, byAttempt) => {
+    const out = {};
+    for (const [t, attempt, status, , reason] of r.records) {
+      if (!inW(t, w) || status !== 503) continue;
+      const k = byAttempt
+        ? `${reason} ${attempt === 0 ? '?' : attempt === 1 ? '1st' : 'retry'}`
+        : reason;
+      out[k] = (out[k] ?? 0) + 1;
+    }
+    return out;
+  };
+  const refusals = refusalsIn(tw, false);
+  const hangRefusals = refusalsIn(r.windows.hang, true);
+  const hw = r.windows.hang;
+  const hangMoves = r.threshold.filter(([t]) => inW(t, hw)).length;
   // Recovery: a 1 s window sliding by 100 ms, calls that succeeded by completion vs offered.
   const [r0, r1] = r.windows.recovery;
   const offered = 0.7 * C;
@@ -354,6 +365,8 @@ function analyse(r) {
     recovered,
     rankMax,
     thresholdBack,
+    hangRefusals,
+    hangMoves,
     dnrTrigger: dnr('trigger'),
     dnrHang: dnr('hang'),
   };
@@ -381,13 +394,13 @@ async function main() {
   lines.push(
     `- service: ${N} slots × ${SERVICE_MS} ms (C = ${C} req/s); calls offered ${0.7 * C}/s, ${1.2 * C}/s during the trigger; phases ${PHASES.map((p) => `${p.name} ${p.s} s`).join(', ')}; call budget ${BUDGET_MS} ms; machine busy ${machine.busy.toFixed(2)} cores with processes + ${machine.irq.toFixed(2)} with interrupts (loopback TCP) on average`,
     '',
-    '| variant | first attempts OK in the trigger, % of C | calls OK in the trigger, % of C | attempts per call: trigger / recovery | service refusals in the trigger | recovered to 90 % after (ms) | threshold: highest rank in the trigger, back at 0 after (ms) | attempts ÷ first attempts: hang / error | x-do-not-retry answers: trigger / hang | send lag max / p99 ms |',
-    '|---|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+    '| variant | first attempts OK in the trigger, % of C | calls OK in the trigger, % of C | attempts per call: trigger / recovery | service refusals in the trigger | recovered to 90 % after (ms) | threshold: highest rank in the trigger, back at 0 after (ms) | attempts ÷ first attempts: hang / error | service refusals in the hang phase (reason, attempt) | threshold changes in the hang phase | x-do-not-retry answers: trigger / hang | send lag max / p99 ms |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|',
   );
   for (const r of results) {
     if (r.unsupported !== undefined) {
       lines.push(
-        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} ||||||||| |`,
+        `| ${r.variant}: ${VARIANTS[r.variant]} | not measurable: ${r.unsupported} ||||||||||| |`,
       );
       continue;
     }
@@ -398,7 +411,11 @@ async function main() {
         Object.entries(a.refusals)
           .map(([k, n]) => `${k} ${n}`)
           .join(', ') || 'none'
-      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${r.shedding ? `${fmtRank(a.rankMax)}, ${Number.isNaN(a.thresholdBack) ? 'not within the recovery' : ms0(a.thresholdBack)}` : '–'} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
+      } | ${Number.isNaN(a.recovered) ? 'not within the phase' : ms0(a.recovered)} | ${r.shedding ? `${fmtRank(a.rankMax)}, ${Number.isNaN(a.thresholdBack) ? 'not within the recovery' : ms0(a.thresholdBack)}` : '–'} | ${a.hang.ratio.toFixed(2)} / ${a.error.ratio.toFixed(2)} | ${
+        Object.entries(a.hangRefusals)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ') || 'none'
+      } | ${r.shedding ? a.hangMoves : '–'} | ${a.dnrTrigger} / ${a.dnrHang} | ${ms0(r.lag.max)} / ${ms0(r.lag.p99)} |`,
     );
   }
   lines.push(
