@@ -7,7 +7,7 @@ import { LatencyWindow } from './LatencyWindow.js';
 import { MonotonicClock } from './MonotonicClock.js';
 import { OpossumCircuit } from './OpossumCircuit.js';
 import type { OpossumBreaker } from './opossum.js';
-import { checkAction, checkGuardOptions, ownLimiter } from './options.js';
+import { callAcquireOptions, checkAction, checkGuardOptions, ownLimiter } from './options.js';
 import { TimeoutList } from './TimeoutList.js';
 import type {
   CircuitState,
@@ -34,7 +34,10 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   /** What the guard's calls share. */
   readonly #parts: GuardParts;
   /** The `acquire` option, passed to the limiter with each call. */
-  readonly #acquire: AcquireOptions | undefined;
+  readonly #acquire:
+    | AcquireOptions
+    | ((...args: never[]) => AcquireOptions | undefined)
+    | undefined;
   /** Whether the limiter is the guard's own (closed by `shutdown()`). */
   readonly #ownsLimiter: boolean;
   /** The limiter events forwarded so far, each with what stops it. */
@@ -87,6 +90,14 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
   fire(...args: A): Promise<R> {
     const parts = this.#parts;
     if (parts.shut) return Promise.reject(shutDownError());
+    let acquire = this.#acquire;
+    if (typeof acquire === 'function') {
+      try {
+        acquire = callAcquireOptions(acquire, args);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const circuit = parts.circuit;
     let trial = false;
     if (circuit.state !== 'CLOSED') {
@@ -104,7 +115,7 @@ export class Guard<A extends unknown[], R> extends EventEmitter<GuardEvents> {
       const call = new Call(parts, args, trial, resolve as (answer: unknown) => void);
       parts.timeouts?.add(call);
       // A permit now, or later `call.granted(permit)` or `call.refused(error)`.
-      const permit = this.limiter.acquireWith(call, this.#acquire);
+      const permit = this.limiter.acquireWith(call, acquire);
       if (permit !== undefined) call.granted(permit);
     });
   }

@@ -95,7 +95,7 @@ export interface CheckedOptions {
   timeoutMs: number | false;
   fallback: FallbackFunction | undefined;
   classify: Classify | undefined;
-  acquire: AcquireOptions | undefined;
+  acquire: AcquireOptions | ((...args: never[]) => AcquireOptions | undefined) | undefined;
   latencyWindowMs: number;
   latencyBuckets: number;
   clock: Clock | undefined;
@@ -228,11 +228,33 @@ function checkTimeoutMs(value: unknown): number | false {
   return value;
 }
 
-function checkAcquire(value: unknown): AcquireOptions | undefined {
+function checkAcquire(
+  value: unknown,
+): AcquireOptions | ((...args: never[]) => AcquireOptions | undefined) | undefined {
+  if (typeof value === 'function') return value as (...args: never[]) => AcquireOptions | undefined;
   const acquire = checkObject<Record<string, unknown>>('acquire', value);
   if (acquire === undefined) return undefined;
   checkAcquireOptions('guard', acquire as AcquireOptions, ACQUIRE_NAMES);
   return acquire as AcquireOptions;
+}
+
+/**
+ * The acquire options of one call, from a per-call `acquire` function.
+ * @throws what the function throws, or a TypeError/RangeError for a bad option, naming it.
+ */
+export function callAcquireOptions(
+  acquire: (...args: never[]) => AcquireOptions | undefined,
+  args: unknown[],
+): AcquireOptions | undefined {
+  const options = (acquire as (...args: unknown[]) => unknown)(...args);
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(
+      `limits: the guard's "acquire" function must return acquire options or undefined, got ${formatValue(options)}`,
+    );
+  }
+  checkAcquireOptions('guard', options as AcquireOptions, ACQUIRE_NAMES);
+  return options as AcquireOptions;
 }
 
 /** What the guard calls on a limiter (a `Limiter`, or an object that quacks like one). */

@@ -91,8 +91,13 @@ export interface GuardOptions<A extends unknown[], R> extends OpossumOptions {
    * `{ timeoutMs: 200 }` makes the limiter refuse (fallback reason `limiter`) a call whose wait cannot fit in
    * 200 ms, at admission (from its estimated service time) or while queued. Costs every call an
    * options check and a clock read in the limiter.
+   *
+   * Or a function of the call's arguments that returns them per call (checked on each call; a throw
+   * or a bad option rejects that call before it reaches the breaker or the limiter), e.g.
+   * `(order) => ({ criticality: order.paid ? 'critical' : 'sheddable', cohort: order.userId })` for a
+   * limiter with `shedding`.
    */
-  acquire?: AcquireOptions;
+  acquire?: AcquireOptions | ((...args: A) => AcquireOptions | undefined);
   /** Rolling window of the latency percentiles in ms. @default 60000 */
   latencyWindowMs?: number;
   /** Histograms in the latency window (memory is bounded by their number). @default 6 */

@@ -15,7 +15,7 @@
  *   downstream whose latency grows with its load every limit at or above its capacity serves the
  *   same, and a fresh limiter's limit may sit anywhere there.)
  *
- * Sized by run count (`LIMITS_LIVENESS_RUNS`, default 1,000 per algorithm), seeded
+ * Sized by run count (`LIMITS_LIVENESS_RUNS`, default 1,000 per algorithm, a quarter of that with shedding), seeded
  * (`LIMITS_LIVENESS_SEED`); `LIMITS_LIVENESS_CHECKS` runs some checks only, to look past a known
  * failure. Everything runs synchronously on a simulated clock.
  */
@@ -115,36 +115,52 @@ const ALGORITHMS: Array<[string, Make]> = [
   ['Windowed (AIMD, p90)', () => new WindowedLimit(new AimdLimit(), { aggregate: 0.9 })],
 ];
 
-describe.each(ALGORITHMS.map(([name, make], i) => ({ name, make, offset: i })))(
-  '$name on a real Limiter through random phases',
-  ({ make, offset }) => {
-    const fresh = new Map<string, number>();
-    const freshServed = (seed: number, probeSlots: number, last: Phase): number => {
-      const key = `${seed}/${probeSlots}/${last.capacity}`;
-      let v = fresh.get(key);
-      if (v === undefined) {
-        v = drive(make, seed, probeSlots, [last]).served;
-        fresh.set(key, v);
-      }
-      return v;
-    };
+// The same search with importance-based shedding: four criticalities, a cohort per caller, callers
+// refused as `shed` trying again as retries. Shedding must neither stop admission nor keep the limit
+// from regrowing (a progress gap counts callers backing off as waiting). A quarter of the runs: each
+// costs about 20 times as much (every caller refused tries again every 50 ms).
+const SHEDDING: Array<[string, Make, boolean]> = [
+  ['Vegas with shedding', ALGORITHMS[0]?.[1] as Make, true],
+  ['Gradient with shedding', ALGORITHMS[1]?.[1] as Make, true],
+];
 
-    test(`never over-grants, never stops admitting, and regrows (${RUNS} runs)`, () => {
-      fc.assert(
-        fc.property(
-          fc.integer({ min: 1, max: 4 }),
-          fc.integer({ min: 0, max: 3 }),
-          fc.array(phaseArb, { minLength: 1, maxLength: 5 }),
-          finalArb,
-          (seed, probeSlots, phases, last) => {
-            const out = drive(make, seed, probeSlots, [...phases, last]);
-            expect(out.violations).toEqual([]);
-            const reference = freshServed(seed, probeSlots, last);
-            if (CHECKS.has('regrowth')) expect(out.served).toBeGreaterThanOrEqual(0.8 * reference);
-          },
-        ),
-        { seed: SEED + offset, numRuns: RUNS },
-      );
-    }, 600_000);
-  },
-);
+describe.each(
+  [...ALGORITHMS.map(([name, make]) => [name, make, false] as const), ...SHEDDING].map(
+    ([name, make, shed], i) => ({
+      name,
+      make,
+      shed,
+      offset: i,
+      runs: shed ? Math.ceil(RUNS / 4) : RUNS,
+    }),
+  ),
+)('$name on a real Limiter through random phases', ({ make, shed, offset, runs }) => {
+  const fresh = new Map<string, number>();
+  const freshServed = (seed: number, probeSlots: number, last: Phase): number => {
+    const key = `${seed}/${probeSlots}/${last.capacity}`;
+    let v = fresh.get(key);
+    if (v === undefined) {
+      v = drive(make, seed, probeSlots, [last], undefined, shed).served;
+      fresh.set(key, v);
+    }
+    return v;
+  };
+
+  test(`never over-grants, never stops admitting, and regrows (${runs} runs)`, () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.array(phaseArb, { minLength: 1, maxLength: 5 }),
+        finalArb,
+        (seed, probeSlots, phases, last) => {
+          const out = drive(make, seed, probeSlots, [...phases, last], undefined, shed);
+          expect(out.violations).toEqual([]);
+          const reference = freshServed(seed, probeSlots, last);
+          if (CHECKS.has('regrowth')) expect(out.served).toBeGreaterThanOrEqual(0.8 * reference);
+        },
+      ),
+      { seed: SEED + offset, numRuns: runs },
+    );
+  }, 600_000);
+});

@@ -2,6 +2,8 @@
 //
 // The source, one folder per entry point (ARCHITECTURE.md at the repository's root draws it, and
 // `npm test` keeps it true):
+//   context/      the request context (AsyncLocalStorage), the headers it is read from at the door
+//                 (loadShed) and carried in to the next service (limitFetch, limitInterceptor)
 //   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the time limit)
 //   interceptor/  limitInterceptor for undici (one request's handler, its caller, retries, fallbacks)
 //   loadShed/     loadShed for node:http, Express and Fastify (admission, a request's call, answers)
@@ -9,11 +11,27 @@
 //                 limiter, partitioned limiter or guard
 //   shared/       what several entry points use: the outcome rules, Retry-After, the retry rules,
 //                 the guard of an HTTP call (fetchGuard)
-// Imports go one way: an entry point's folder uses shared/ and metrics/, never another entry point's;
-// metrics/ and shared/ use no entry point's folder, nor each other.
+// Imports go one way: an entry point's folder uses context/, shared/ and metrics/, never another
+// entry point's; context/ uses shared/ only; metrics/ and shared/ use no other folder.
+
+export {
+  MAX_ATTEMPT,
+  parseAttemptHeader,
+  parseGrpcTimeout,
+  parsePreviousAttempts,
+  parseTimeoutHeader,
+} from './context/inboundHeaders.js';
+export type { PropagateOption, PropagateOptions } from './context/Propagation.js';
+export {
+  currentContext,
+  type RequestContext,
+  type RequestContextInit,
+  runWithContext,
+} from './context/RequestContext.js';
 
 export { type FetchFunction, limitFetch, retryAfterMs } from './fetch/limitFetch.js';
 export type {
+  LimitFetchInit,
   LimitFetchOptions,
   LimitFetchRequest,
   LimitFetchResult,
@@ -64,4 +82,5 @@ export {
   type LimitFetchGuard,
 } from './shared/httpGuard.js';
 export { classifyError, classifyStatus, type HttpOutcome } from './shared/outcome.js';
+export { DO_NOT_RETRY_HEADER } from './shared/retry.js';
 export { MAX_RETRY_AFTER_MS, parseRetryAfter } from './shared/retryAfter.js';

@@ -1,7 +1,7 @@
 import { LimitExceededError, Limiter, PartitionedLimiter } from 'limits-core';
 import { describe, expect, it } from 'vitest';
+import { parseTimeoutHeader } from '../src/context/inboundHeaders.js';
 import { type LoadShedOptions, loadShed, shedResponse } from '../src/index.js';
-import { parseTimeoutHeader } from '../src/loadShed/loadShed.js';
 import { retryAfterSeconds } from '../src/loadShed/shedResponse.js';
 import { classifyStatus as statusOutcome } from '../src/shared/outcome.js';
 
@@ -86,6 +86,35 @@ describe('loadShed options', () => {
     [{ limiter, maxRetryAfterMs: 1e12 }, RangeError, /"maxRetryAfterMs"/],
     [{ limiter, onShed: 'no' }, TypeError, /option "onShed" must be a function/],
     [{ limiter, classify: {} }, TypeError, /option "classify" must be a function, got an object/],
+    [
+      { limiter, criticalityHeader: 1 },
+      TypeError,
+      /option "criticalityHeader" must be a header name or false, got 1/,
+    ],
+    [
+      { limiter, attemptHeader: 'X-Attempt' },
+      RangeError,
+      /option "attemptHeader" must be a lowercase HTTP header name, got "X-Attempt"/,
+    ],
+    [
+      { limiter, doNotRetryHeader: true },
+      TypeError,
+      /option "doNotRetryHeader" must be a header name or false, got true/,
+    ],
+    [{ limiter, grpcHeaders: 'yes' }, TypeError, /option "grpcHeaders" must be true or false/],
+    [{ limiter, envoyHeaders: 0 }, TypeError, /option "envoyHeaders" must be true or false, got 0/],
+    [{ limiter, context: 'on' }, TypeError, /option "context" must be true or false, got "on"/],
+    [
+      { limiter, criticality: 'sheddable' },
+      TypeError,
+      /option "criticality" must be a function, got "sheddable"/,
+    ],
+    [{ limiter, cohort: 'user' }, TypeError, /option "cohort" must be a function, got "user"/],
+    [
+      { limiter, criticalityHeadr: 'x' },
+      TypeError,
+      /unknown option "criticalityHeadr" for loadShed; did you mean "criticalityHeader"\?/,
+    ],
   ])('refuses %o with a %s naming the option', (options, Kind, message) => {
     const call = () => loadShed(options as unknown as LoadShedOptions);
     expect(call).toThrow(Kind);

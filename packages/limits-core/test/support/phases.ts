@@ -9,6 +9,7 @@ import { maxLateProbes } from '../../src/limiter/LateProbes.js';
 import { Limiter } from '../../src/limiter/Limiter.js';
 import type { QueueTicket } from '../../src/limiter/PermitRequest.js';
 import type { Permit } from '../../src/permit/Permit.js';
+import { CRITICALITIES, type Criticality } from '../../src/shedding/criticality.js';
 import { SimClock } from './traffic.mjs';
 
 /** One phase of traffic. */
@@ -90,10 +91,19 @@ export function drive(
   probeSlots: number,
   phases: Phase[],
   observe?: (limiter: Limiter, clock: SimClock) => void,
+  shed = false,
 ): Outcome {
   const clock = new SimClock();
   const random = seededRandom(seed);
-  const limiter = new Limiter({ algorithm: make(seed), clock, probeSlots, maxQueued: Infinity });
+  // With `shed`: importance-based shedding; caller i has criticality i mod 4 and its own cohort, and
+  // a caller refused as `shed` tries again 50 ms later as the next attempt (up to 3, then a new call).
+  const limiter = new Limiter({
+    algorithm: make(seed),
+    clock,
+    probeSlots,
+    maxQueued: Infinity,
+    ...(shed ? { shedding: {} } : {}),
+  });
   observe?.(limiter, clock);
   const violations: string[] = [];
   const violate = (what: string, check: Check = 'progress'): void => {
@@ -107,10 +117,12 @@ export function drive(
   let waiting = 0;
   let progressAt = 0;
   let allowedGapMs = 1_000;
+  /** Callers refused as `shed`, waiting to try again. */
+  let backingOff = 0;
   const checkGap = (): void => {
-    if (waiting > 0 && clock.now() - progressAt > allowedGapMs) {
+    if (waiting + backingOff > 0 && clock.now() - progressAt > allowedGapMs) {
       violate(
-        `${waiting} callers waited ${(clock.now() - progressAt).toFixed(0)} ms with no grant (allowed ${allowedGapMs} ms; capacity ${limiter.capacity}, in flight ${limiter.inflight}, limit ${limiter.limit})`,
+        `${waiting + backingOff} callers waited ${(clock.now() - progressAt).toFixed(0)} ms with no grant (allowed ${allowedGapMs} ms; capacity ${limiter.capacity}, in flight ${limiter.inflight}, limit ${limiter.limit})`,
       );
       progressAt = clock.now();
     }
@@ -144,6 +156,10 @@ export function drive(
     ticket: QueueTicket | undefined;
     waiting: boolean;
     busy: boolean;
+    /** The attempt of its current call (with `shed`). */
+    attempt: number;
+    /** Refused as `shed`, waiting to try again (with `shed`). */
+    backingOff: boolean;
   }
   const callers: Caller[] = [];
   const active = (c: Caller): boolean => c.id < phase.callers;
@@ -155,6 +171,7 @@ export function drive(
     }
     c.ticket = undefined;
     c.busy = true;
+    c.attempt = 1;
     const n = calls++;
     let ms = phase.rttMs;
     let dropped = false;
@@ -190,21 +207,38 @@ export function drive(
 
   const request = (c: Caller): void => {
     c.waiting = true;
-    if (waiting++ === 0) progressAt = clock.now();
+    if (waiting++ + backingOff === 0) progressAt = clock.now();
     const permit = limiter.acquireWith(
       {
         granted: (p) => run(c, p),
         refused: (e) => {
           if (!c.waiting) return; // the phase ended and took it out of the queue
-          violate(`a caller was refused: ${e.reason}`);
           c.waiting = false;
           waiting--;
+          if (!shed || e.reason !== 'shed') {
+            violate(`a caller was refused: ${e.reason}`);
+            return;
+          }
+          backingOff++;
+          c.backingOff = true;
+          c.attempt = c.attempt >= 3 ? 1 : c.attempt + 1;
+          clock.setTimeout(() => {
+            backingOff--;
+            c.backingOff = false;
+            if (active(c)) request(c);
+          }, 50);
         },
         queued: (ticket) => {
           c.ticket = ticket;
         },
       },
-      undefined,
+      shed
+        ? {
+            criticality: CRITICALITIES[c.id % 4] as Criticality,
+            attempt: c.attempt,
+            cohort: `caller-${c.id}`,
+          }
+        : undefined,
     );
     if (permit !== undefined) run(c, permit);
   };
@@ -231,9 +265,18 @@ export function drive(
       }
     }
     while (callers.length < phase.callers) {
-      callers.push({ id: callers.length, ticket: undefined, waiting: false, busy: false });
+      callers.push({
+        id: callers.length,
+        ticket: undefined,
+        waiting: false,
+        busy: false,
+        attempt: 1,
+        backingOff: false,
+      });
     }
-    for (const c of callers) if (active(c) && !c.busy && !c.waiting) request(c);
+    for (const c of callers) {
+      if (active(c) && !c.busy && !c.waiting && !c.backingOff) request(c);
+    }
     const end = t + phase.ms;
     if (last) {
       servedFrom = end - SERVED_MS;

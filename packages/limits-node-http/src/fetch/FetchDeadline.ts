@@ -2,12 +2,13 @@ import type { Clock } from 'limits-core';
 
 /**
  * @internal One `limitFetch` call's deadline and signals: the caller's signal (from `init` or the
- * `Request`), our own controller (aborted at `timeoutMs`, or when a body is not consumed within
- * `bodyTimeoutMs`), and the signal given to fetch, which either aborts. Made only with a `timeoutMs` or
- * a body timeout; without them the caller's signal is passed on as is.
+ * `Request`, merged with the request context's, which aborts when the inbound client leaves), our
+ * own controller (aborted at `timeoutMs`, or when a body is not consumed within `bodyTimeoutMs`),
+ * and the signal given to fetch, which either aborts. Without a `timeoutMs` or a body timeout the
+ * caller's signal is passed on as is.
  */
 export class FetchDeadline {
-  /** The caller's own signal, if any. */
+  /** The caller's own signal (merged with the request context's), if any. */
   readonly callerSignal: AbortSignal | undefined;
   /** The signal every attempt's fetch gets. */
   readonly signal: AbortSignal | undefined;
@@ -17,18 +18,34 @@ export class FetchDeadline {
   readonly #controller: AbortController | undefined;
   #timer: unknown = undefined;
   #unlink: (() => void) | undefined = undefined;
+  #unlinkContext: (() => void) | undefined = undefined;
 
   /**
+   * @param contextSignal - the request context's signal, when the call carries one.
    * @param own - whether the call needs a controller of its own (a `bodyTimeoutMs`), even without
    *   a `timeoutMs`.
    */
   constructor(
     clock: Clock,
     timeoutMs: number,
-    callerSignal: AbortSignal | undefined,
+    signal: AbortSignal | undefined,
+    contextSignal: AbortSignal | undefined,
     own: boolean,
   ) {
     this.#clock = clock;
+    let callerSignal = signal;
+    if (contextSignal !== undefined) {
+      // A signal of the call's own, even without the caller's: fetch adds a listener to the signal
+      // it gets and removes it only when its request is collected, and the context's signal lives
+      // as long as the inbound request, across all of its calls.
+      const onUnlink = (unlink: () => void) => {
+        this.#unlinkContext = unlink;
+      };
+      callerSignal =
+        signal === undefined
+          ? followSignal(contextSignal, onUnlink)
+          : anySignal(signal, contextSignal, onUnlink);
+    }
     this.callerSignal = callerSignal;
     const timed = timeoutMs !== Infinity;
     this.at = timed ? clock.now() + timeoutMs : Infinity;
@@ -45,7 +62,10 @@ export class FetchDeadline {
       this.#timer = clock.setTimeout(() => {
         this.#timer = undefined;
         controller.abort(
-          new DOMException(`limits: request timed out after ${timeoutMs} ms`, 'TimeoutError'),
+          new DOMException(
+            `limits: request timed out after ${Math.round(timeoutMs)} ms`,
+            'TimeoutError',
+          ),
         );
       }, timeoutMs);
     }
@@ -74,6 +94,8 @@ export class FetchDeadline {
     }
     this.#unlink?.();
     this.#unlink = undefined;
+    this.#unlinkContext?.();
+    this.#unlinkContext = undefined;
   }
 
   /** The caller's signal and ours, either aborting (with the first reason). */
@@ -108,5 +130,22 @@ export function anySignal(
     a.removeEventListener('abort', onA);
     b.removeEventListener('abort', onB);
   });
+  return controller.signal;
+}
+
+/**
+ * A signal that aborts when `source` does, with its reason: `AbortSignal.any` (Node ≥ 20.3), or a
+ * controller fed by a listener that `onUnlink` receives a function to remove.
+ */
+function followSignal(source: AbortSignal, onUnlink: (unlink: () => void) => void): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any([source]);
+  const controller = new AbortController();
+  if (source.aborted) {
+    controller.abort(source.reason);
+    return controller.signal;
+  }
+  const onAbort = () => controller.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  onUnlink(() => source.removeEventListener('abort', onAbort));
   return controller.signal;
 }

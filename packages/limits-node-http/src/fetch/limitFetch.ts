@@ -8,6 +8,8 @@ import {
   type RetryPolicy,
 } from 'limits-core';
 import { formatValue } from 'limits-core/internal';
+import type { PropagateOption, Propagation } from '../context/Propagation.js';
+import type { Context } from '../context/RequestContext.js';
 import { publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
 import type {
@@ -17,7 +19,7 @@ import type {
   LimitFetchGuard,
 } from '../shared/httpGuard.js';
 import { classifyError, classifyStatus, userOutcome } from '../shared/outcome.js';
-import { retryResponse } from '../shared/retry.js';
+import { DO_NOT_RETRY_HEADER, retryResponse } from '../shared/retry.js';
 import { parseRetryAfter } from '../shared/retryAfter.js';
 import { BodyLease, holdBody, type Releasable } from './BodyLease.js';
 import { anySignal, FetchDeadline } from './FetchDeadline.js';
@@ -36,6 +38,7 @@ interface RequestLike {
   readonly url: string;
   readonly method: string;
   readonly signal: AbortSignal | null | undefined;
+  readonly headers: ConstructorParameters<typeof Headers>[0];
   readonly body: unknown;
   clone(): RequestLike;
 }
@@ -126,8 +129,16 @@ class FetchCall implements HttpAttempt {
   readonly deadline: FetchDeadline;
   /** The `Request` given as `input`, if one was. */
   readonly #req: RequestLike | undefined;
+  /** The request context the call carries on (see the `propagate` option), if any. */
+  readonly #context: Context | undefined;
+  /** The number of the attempt under way: 1, then 2, 3… for retries. */
+  #attempt = 1;
 
-  /** @throws the caller's abort reason when its signal is already aborted. */
+  /**
+   * @throws the caller's abort reason when its signal (or the request context's) is already
+   *   aborted; a `LimitExceededError` (reason `deadline`) when the request context has no time
+   *   left to give the call.
+   */
   constructor(
     readonly config: LimitFetchConfig,
     readonly fetch: Send,
@@ -142,10 +153,21 @@ class FetchCall implements HttpAttempt {
     };
     const callerSignal = init?.signal ?? req?.signal ?? undefined;
     if (callerSignal?.aborted) throw callerSignal.reason;
+    const propagation = config.propagation;
+    const context = propagation?.contextOf((init as PropagateOption | undefined)?.propagate);
+    this.#context = context;
+    let timeoutMs = config.timeoutMs;
+    let contextSignal: AbortSignal | undefined;
+    if (context !== undefined) {
+      contextSignal = context.signal;
+      if (contextSignal.aborted) throw contextSignal.reason;
+      timeoutMs = (propagation as Propagation).timeLimitMs(context, timeoutMs);
+    }
     this.deadline = new FetchDeadline(
       config.clock,
-      config.timeoutMs,
+      timeoutMs,
       callerSignal,
+      contextSignal,
       !config.releaseAtHeaders && config.bodyTimeoutMs !== Infinity,
     );
   }
@@ -159,7 +181,7 @@ class FetchCall implements HttpAttempt {
   /** Attempts under the retry policy (the input is sent again as it is: its body is replayable). */
   retried(): Promise<Response> {
     const signal = this.deadline.signal;
-    return (this.config.retry as RetryPolicy).run(() => this.attempt(), {
+    return (this.config.retry as RetryPolicy).run((attempt) => this.attempt(attempt), {
       ...(signal === undefined ? {} : { signal }),
       retryIf: (result) => this.#retryVerdict(result),
       discard: cancelBody,
@@ -176,14 +198,19 @@ class FetchCall implements HttpAttempt {
     if (deadline.expired || deadline.callerSignal?.aborted) return false;
     if (result.ok) {
       const outcome = outcomes.get(result.value) ?? 'ignore';
-      return retryResponse(outcome, result.value.headers.get('retry-after'));
+      const { headers } = result.value;
+      return retryResponse(outcome, headers.get('retry-after'), headers.get(DO_NOT_RETRY_HEADER));
     }
     if (isRefusal(result.error)) return false;
     return this.#outcome(undefined, result.error) === 'dropped';
   }
 
-  /** One attempt: a permit (or a guard call), the request, the outcome, the body's hold. */
-  async attempt(): Promise<Response> {
+  /**
+   * One attempt: a permit (or a guard call), the request, the outcome, the body's hold.
+   * @param attempt - its number: 1, then 2, 3… for retries.
+   */
+  async attempt(attempt = 1): Promise<Response> {
+    this.#attempt = attempt;
     const { config, request } = this;
     if (config.guard !== undefined) return this.#guarded(config.guard);
     const limiter =
@@ -211,8 +238,12 @@ class FetchCall implements HttpAttempt {
     if (timeoutMs <= 0) {
       throw new DOMException('limits: request timed out before it got a permit', 'TimeoutError');
     }
+    const context = this.#context;
     let options: AcquireOptions | undefined;
-    if (signal !== undefined || timeoutMs !== Infinity) {
+    if (context !== undefined) {
+      const propagation = this.config.propagation as Propagation;
+      options = propagation.acquireOptions(context, timeoutMs, this.#attempt, signal);
+    } else if (signal !== undefined || timeoutMs !== Infinity) {
       options = {};
       if (signal !== undefined) options.signal = signal;
       if (timeoutMs !== Infinity) options.timeoutMs = timeoutMs;
@@ -264,9 +295,22 @@ class FetchCall implements HttpAttempt {
     return new Exchange(outcome, false, response, undefined);
   }
 
-  /** The caller's `input` and `init`, sent by the wrapped fetch under `signal`. */
+  /**
+   * The caller's `input` and `init`, sent by the wrapped fetch under `signal`, with the request
+   * context's headers when the call carries one.
+   */
   #send(signal: AbortSignal | undefined): Promise<Response> {
-    return this.fetch(this.input, signal === undefined ? this.init : { ...this.init, signal });
+    const context = this.#context;
+    if (context === undefined) {
+      return this.fetch(this.input, signal === undefined ? this.init : { ...this.init, signal });
+    }
+    const propagation = this.config.propagation as Propagation;
+    const pairs = propagation.headers(context, this.deadline.remainingMs(), this.#attempt);
+    const headers = new Headers(this.init?.headers ?? this.#req?.headers);
+    for (const [name, value] of pairs) if (!headers.has(name)) headers.set(name, value);
+    const init: RequestInit = { ...this.init, headers };
+    if (signal !== undefined) init.signal = signal;
+    return this.fetch(this.input, init);
   }
 
   /**

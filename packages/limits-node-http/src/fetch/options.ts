@@ -1,5 +1,10 @@
 import type { Clock, Limiter, Outcome, RetryPolicy } from 'limits-core';
 import { checkKeys, formatValue } from 'limits-core/internal';
+import {
+  type PropagateOption,
+  type PropagateOptions,
+  Propagation,
+} from '../context/Propagation.js';
 import { type CallConfig, resolveCallOptions } from '../shared/callOptions.js';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
 
@@ -20,6 +25,13 @@ export type LimitFetchResult = LimitFetchRequest &
     | { readonly response: Response; readonly error?: undefined }
     | { readonly response?: undefined; readonly error: unknown }
   );
+
+/**
+ * A `limitFetch` call's `init` with the per-call opt-out of propagation: `propagate: false` sends
+ * the call as if there were no request context. `limitFetch` keeps `fetch`'s type, so give the
+ * field through a variable of this type (`const init: LimitFetchInit = { propagate: false }`).
+ */
+export type LimitFetchInit = RequestInit & PropagateOption;
 
 /** Options of {@link limitFetch}: `limiter` or `guard` (exactly one). */
 export interface LimitFetchOptions {
@@ -92,11 +104,28 @@ export interface LimitFetchOptions {
    * @default limits-core's `systemClock` (timers that do not keep the process alive)
    */
   clock?: Clock;
+  /**
+   * Whether a call made inside a request context (a `loadShed`ed request, `runWithContext`) carries
+   * it on: the time limit is the smaller of `timeoutMs` and the request's remaining budget minus
+   * `marginMs` (a call with no more than the margin left is refused with a `LimitExceededError`,
+   * reason `deadline`, and never sent); the request's criticality and cohort and the attempt's
+   * number go to the limiter; the call aborts when the request's client disconnects (merged with
+   * the caller's signal, classified `ignore`); and each attempt sends `x-request-timeout-ms` (what
+   * is left of its time limit), `x-request-criticality` and `x-request-attempt` (1, then 2, 3… for
+   * retries), never replacing a header the caller set. `false` turns it off; an object sets the
+   * margin and the header names (see {@link PropagateOptions}). One call opts out with
+   * `propagate: false` in its `init` (see {@link PropagateOption}). Without a context nothing
+   * changes. With `guard`, the guard's limiter gets no criticality (its acquire options are fixed).
+   * @default true (margin 10 ms, the header names above)
+   */
+  propagate?: boolean | PropagateOptions;
 }
 
 /** The options, checked, with defaults applied: one object shared by every call. */
 export interface LimitFetchConfig extends CallConfig<LimitFetchResult, LimitFetchRequest> {
   readonly limiter: LimitFetchOptions['limiter'];
+  /** The `propagate` option, checked; `undefined` when off. */
+  readonly propagation: Propagation | undefined;
 }
 
 const KEYS = [
@@ -109,6 +138,7 @@ const KEYS = [
   'retry',
   'retryable',
   'clock',
+  'propagate',
 ] as const;
 
 /**
@@ -144,5 +174,9 @@ export function resolveLimitFetchOptions(fetch: unknown, options: unknown): Limi
       `limits: option "limiter" must be a Limiter or a function (origin, request) => Limiter | undefined, got ${formatValue(o.limiter)}`,
     );
   }
-  return { limiter: o.limiter, ...resolveCallOptions<LimitFetchResult, LimitFetchRequest>(o) };
+  return {
+    limiter: o.limiter,
+    ...resolveCallOptions<LimitFetchResult, LimitFetchRequest>(o),
+    propagation: Propagation.resolve(o.propagate),
+  };
 }

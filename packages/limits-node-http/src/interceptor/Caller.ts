@@ -20,6 +20,8 @@ export class Caller implements DispatchController {
   #started = false;
   /** The handler got its final callback (`onResponseEnd`, `onResponseError`, an upgrade). */
   #done = false;
+  /** A signal that aborts the request as the caller would (the request context's), until done. */
+  #signal: AbortSignal | undefined = undefined;
 
   /**
    * @param handler - the caller's handler.
@@ -33,6 +35,30 @@ export class Caller implements DispatchController {
   /** Whether the caller got its final callback: nothing more reaches it. */
   get done(): boolean {
     return this.#done;
+  }
+
+  /**
+   * Aborts the request as the caller would when `signal` aborts (the request context's: the
+   * inbound client left), until the caller got its final callback.
+   */
+  abortWith(signal: AbortSignal): void {
+    this.#signal = signal;
+    signal.addEventListener('abort', this);
+  }
+
+  /** `signal` (see {@link abortWith}) aborted. */
+  handleEvent(): void {
+    this.abort((this.#signal as AbortSignal).reason);
+  }
+
+  /** The caller got its final callback: nothing more reaches it, and no signal is watched. */
+  #finish(): void {
+    this.#done = true;
+    const signal = this.#signal;
+    if (signal !== undefined) {
+      this.#signal = undefined;
+      signal.removeEventListener('abort', this);
+    }
   }
 
   // The caller's handler, answered once.
@@ -54,21 +80,21 @@ export class Caller implements DispatchController {
 
   end(trailers: InterceptorHeaders): void {
     if (this.#done) return;
-    this.#done = true;
+    this.#finish();
     this.#handler.onResponseEnd?.(this, trailers);
   }
 
   /** `onResponseError`: the request failed, was refused or timed out. */
   fail(error: Error): void {
     if (this.#done) return;
-    this.#done = true;
+    this.#finish();
     this.#handler.onResponseError?.(this, error);
   }
 
   /** The connection was upgraded: it belongs to the caller from here on. */
   upgrade(statusCode: number, headers: InterceptorHeaders, socket: unknown): void {
     if (this.#done) return;
-    this.#done = true;
+    this.#finish();
     this.#handler.onRequestUpgrade?.(this, statusCode, headers, socket);
   }
 
@@ -88,7 +114,7 @@ export class Caller implements DispatchController {
    */
   playFallback(reply: FallbackReply): void {
     const start = !this.#started;
-    this.#done = true;
+    this.#finish();
     this.target = reply;
     reply.play(this.#handler, this, start);
   }

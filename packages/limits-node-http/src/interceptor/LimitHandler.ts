@@ -6,6 +6,8 @@ import type {
   PermitRequest,
   QueueTicket,
 } from 'limits-core';
+import type { Propagation } from '../context/Propagation.js';
+import type { Context } from '../context/RequestContext.js';
 import type {
   AttemptOutcome,
   FetchCallContext,
@@ -22,6 +24,7 @@ import type {
   DispatchOptions,
   InterceptorHeaders,
 } from './dispatcher.js';
+import { withHeaders } from './dispatchHeaders.js';
 import { FallbackReply } from './FallbackReply.js';
 import type { InterceptedCall, InterceptorConfig } from './options.js';
 
@@ -52,6 +55,10 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
   readonly #opts: DispatchOptions;
   readonly #origin: string;
   readonly #caller: Caller;
+  /** The request context the request carries on (the `propagate` option), if any. */
+  readonly #context: Context | undefined;
+  /** The attempt's number: 1, then 2, 3… for the retries of a retried request. */
+  readonly #attempt: number;
   /** The limiter's permit, from the grant until it goes back. */
   #permit: Permit | undefined = undefined;
   /** The request's place in the limiter's queue, while it waits there. */
@@ -85,18 +92,32 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
   /** A guard fallback's answer, playing to the caller. */
   #reply: FallbackReply | undefined = undefined;
 
+  /**
+   * @param context - the request context the request carries on, if any: its headers are sent,
+   *   its criticality and cohort go to the limiter.
+   * @param attempt - the attempt's number (a retried request's).
+   */
   constructor(
     config: InterceptorConfig,
     dispatch: Dispatch,
     opts: DispatchOptions,
     handler: DispatchHandler,
     origin: string,
+    context?: Context,
+    attempt = 1,
   ) {
     this.#config = config;
     this.#dispatch = dispatch;
     this.#opts = opts;
     this.#origin = origin;
+    this.#context = context;
+    this.#attempt = attempt;
     this.#caller = new Caller(handler, (reason) => this.#callerAborted(reason));
+  }
+
+  /** The caller's request is abandoned when `signal` aborts (the request context's). */
+  abortWith(signal: AbortSignal): void {
+    this.#caller.abortWith(signal);
   }
 
   /**
@@ -110,10 +131,17 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     const config = this.#config;
     let acquireOptions = config.acquireOptions;
     if (deadline !== undefined) {
-      // A retried call's attempt: what is left of the call's time limit (`Infinity`: none).
+      // A retried call's attempt, or a call under a request context's budget: what is left of the
+      // time limit (`Infinity`: none).
       this.#deadline = deadline;
       if (deadline !== Infinity) acquireOptions = { timeoutMs: deadline - config.clock.now() };
     } else if (acquireOptions !== undefined) this.#deadline = config.clock.now() + config.timeoutMs;
+    const context = this.#context;
+    if (context !== undefined) {
+      const left = this.#deadline === Infinity ? Infinity : this.#deadline - config.clock.now();
+      const propagation = config.propagation as Propagation;
+      acquireOptions = propagation.acquireOptions(context, left, this.#attempt, undefined);
+    }
     const permit = limiter.acquireWith(this, acquireOptions);
     if (permit !== undefined) {
       this.#permit = permit;
@@ -360,12 +388,24 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
       this.#timer = this.#config.clock.setTimeout(() => this.#onTimeout(), Math.max(0, left));
     }
     try {
-      return this.#dispatch(this.#opts, this);
+      return this.#dispatch(this.#sentOptions(), this);
     } catch (error) {
       // A dispatcher that throws instead of calling onResponseError: the request never started.
       this.onResponseError(undefined, error as Error);
       return true;
     }
+  }
+
+  /** The dispatch options sent: the caller's, with the request context's headers when it has one. */
+  #sentOptions(): DispatchOptions {
+    const context = this.#context;
+    if (context === undefined) return this.#opts;
+    const { clock, propagation } = this.#config;
+    const left = this.#deadline === Infinity ? Infinity : this.#deadline - clock.now();
+    const pairs = (propagation as Propagation).headers(context, left, this.#attempt);
+    const opts = this.#opts as DispatchOptions & { headers?: unknown; propagate?: unknown };
+    const { propagate: _propagate, ...rest } = opts;
+    return { ...rest, headers: withHeaders(opts.headers, pairs) } as DispatchOptions;
   }
 
   #armBodyTimeout(): void {
@@ -387,7 +427,7 @@ export class LimitHandler implements DispatchHandler, PermitRequest, HttpAttempt
     const error = new DOMException(
       body
         ? `limits: the body of ${request} did not end within ${bodyTimeoutMs} ms of its headers (bodyTimeoutMs)`
-        : `limits: ${request} did not finish within its time limit of ${timeoutMs} ms (timeoutMs)`,
+        : `limits: ${request} did not finish within its time limit ${this.#context === undefined ? `of ${timeoutMs} ms (timeoutMs)` : "(timeoutMs, or the request context's budget)"}`,
       'TimeoutError',
     );
     // A body the caller stopped reading (undici paused for it) says nothing about the downstream;

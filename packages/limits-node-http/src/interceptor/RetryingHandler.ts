@@ -1,6 +1,7 @@
 import type { AttemptResult, Limiter, RetryPolicy } from 'limits-core';
+import type { Context } from '../context/RequestContext.js';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
-import { retryResponse } from '../shared/retry.js';
+import { DO_NOT_RETRY_HEADER, retryResponse } from '../shared/retry.js';
 import { Caller } from './Caller.js';
 import type {
   Dispatch,
@@ -40,6 +41,8 @@ export class RetryingHandler {
   /** Where each attempt gets its permit: a limiter, or a guard (`fetchGuard`). */
   readonly #source: Limiter | LimitFetchGuard;
   readonly #caller: Caller;
+  /** The request context the request carries on, if any. */
+  readonly #context: Context | undefined;
   readonly #abort = new AbortController();
   #deadline = Infinity;
   #current: Attempt | undefined = undefined;
@@ -52,6 +55,7 @@ export class RetryingHandler {
     handler: DispatchHandler,
     origin: string,
     source: Limiter | LimitFetchGuard,
+    context?: Context,
   ) {
     this.#config = config;
     this.#policy = policy;
@@ -59,13 +63,24 @@ export class RetryingHandler {
     this.#opts = opts;
     this.#origin = origin;
     this.#source = source;
+    this.#context = context;
     this.#caller = new Caller(handler, (reason) => this.#callerAborted(reason));
   }
 
-  /** Starts the first attempt. @returns `true` (undici's "not busy"). */
-  start(): boolean {
+  /** The caller's request is abandoned when `signal` aborts (the request context's). */
+  abortWith(signal: AbortSignal): void {
+    this.#caller.abortWith(signal);
+  }
+
+  /**
+   * Starts the first attempt.
+   * @param deadline - the call's deadline on the config's clock (default: `timeoutMs` from now).
+   * @returns `true` (undici's "not busy").
+   */
+  start(deadline?: number): boolean {
     const config = this.#config;
-    if (config.timeoutMs !== Infinity) this.#deadline = config.clock.now() + config.timeoutMs;
+    if (deadline !== undefined) this.#deadline = deadline;
+    else if (config.timeoutMs !== Infinity) this.#deadline = config.clock.now() + config.timeoutMs;
     this.#policy
       .run((attempt) => this.#attempt(attempt), {
         signal: this.#abort.signal,
@@ -86,13 +101,13 @@ export class RetryingHandler {
     this.#current?.abort(reason);
   }
 
-  #attempt(_attempt: number): Promise<Attempt> {
+  #attempt(number: number): Promise<Attempt> {
     return new Promise<Attempt>((resolve, reject) => {
       const deadline = this.#deadline;
       if (deadline !== Infinity && deadline - this.#config.clock.now() <= 0) {
         reject(
           new DOMException(
-            `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} ran out of its time limit of ${this.#config.timeoutMs} ms (timeoutMs) before a retry`,
+            `limits: ${this.#opts.method} ${this.#origin}${this.#opts.path} ran out of its time limit ${this.#context === undefined ? `of ${this.#config.timeoutMs} ms (timeoutMs)` : "(timeoutMs, or the request context's budget)"} before a retry`,
             'TimeoutError',
           ),
         );
@@ -106,6 +121,8 @@ export class RetryingHandler {
         this.#opts,
         attempt,
         this.#origin,
+        this.#context,
+        number,
       );
       if (this.#config.guard !== undefined)
         handler.startGuarded(this.#source as LimitFetchGuard, deadline);
@@ -133,7 +150,11 @@ export class RetryingHandler {
     const { statusCode, headers } = result.value;
     const outcome = requestOutcome(config, this.#origin, method, statusCode, headers, undefined);
     const value = headers['retry-after'];
-    return retryResponse(outcome, typeof value === 'string' ? value : undefined);
+    return retryResponse(
+      outcome,
+      typeof value === 'string' ? value : undefined,
+      headers[DO_NOT_RETRY_HEADER],
+    );
   }
 
   #adopt(attempt: Attempt): void {

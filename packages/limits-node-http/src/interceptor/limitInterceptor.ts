@@ -1,6 +1,9 @@
 import { LimitExceededError, type Limiter } from 'limits-core';
+import type { PropagateOption, Propagation } from '../context/Propagation.js';
+import type { Context } from '../context/RequestContext.js';
 import { publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
+import type { LimitFetchGuard } from '../shared/httpGuard.js';
 import type {
   Dispatch,
   DispatchHandler,
@@ -61,16 +64,13 @@ import { isReplayable, RetryingHandler } from './RetryingHandler.js';
  */
 export function limitInterceptor(options: LimitInterceptorOptions): DispatchInterceptor {
   const config = resolveInterceptorOptions(options);
-  const retry = config.retry;
   const guard = config.guard;
   if (guard !== undefined) {
     return (dispatch: Dispatch): Dispatch =>
       function limitInterceptor(opts: DispatchOptions, handler: DispatchHandler): boolean {
         const origin = originOf(opts.origin);
         publishDiagnostics(guard as unknown as LimitsSource);
-        if (retry !== undefined && retries(config, opts, origin))
-          return new RetryingHandler(config, retry, dispatch, opts, handler, origin, guard).start();
-        return new LimitHandler(config, dispatch, opts, handler, origin).startGuarded(guard);
+        return admit(config, dispatch, opts, handler, origin, guard);
       };
   }
   const limiters = originLimiters(config.limiter as LimiterSource, config.maxOrigins);
@@ -87,10 +87,68 @@ export function limitInterceptor(options: LimitInterceptorOptions): DispatchInte
         if (limiter === undefined) return dispatch(opts, handler);
       } else limiter = limiters;
       publishDiagnostics(limiter);
-      if (retry !== undefined && retries(config, opts, origin))
-        return new RetryingHandler(config, retry, dispatch, opts, handler, origin, limiter).start();
-      return new LimitHandler(config, dispatch, opts, handler, origin).start(limiter);
+      return admit(config, dispatch, opts, handler, origin, limiter);
     };
+}
+
+/**
+ * Starts one request through `source` (a limiter or a guard): retried under the policy when it may
+ * be, carrying the request context on when there is one (its budget as the deadline, its signal as
+ * the caller's abort).
+ */
+function admit(
+  config: InterceptorConfig,
+  dispatch: Dispatch,
+  opts: DispatchOptions,
+  handler: DispatchHandler,
+  origin: string,
+  source: Limiter | LimitFetchGuard,
+): boolean {
+  let context: Context | undefined;
+  let deadline: number | undefined;
+  const propagation = config.propagation;
+  if (propagation !== undefined) {
+    try {
+      context = contextOf(propagation, opts);
+    } catch (error) {
+      return new LimitHandler(config, dispatch, opts, handler, origin).fail(error as Error);
+    }
+    if (context !== undefined) {
+      const limitMs = propagation.timeLimitMs(context, config.timeoutMs);
+      deadline = limitMs === Infinity ? Infinity : config.clock.now() + limitMs;
+    }
+  }
+  const retry = config.retry;
+  if (retry !== undefined && retries(config, opts, origin)) {
+    const retried = new RetryingHandler(
+      config,
+      retry,
+      dispatch,
+      opts,
+      handler,
+      origin,
+      source,
+      context,
+    );
+    if (context !== undefined) retried.abortWith(context.signal);
+    return retried.start(deadline);
+  }
+  const one = new LimitHandler(config, dispatch, opts, handler, origin, context);
+  if (context !== undefined) one.abortWith(context.signal);
+  return config.guard === undefined
+    ? one.start(source as Limiter, deadline)
+    : one.startGuarded(source as LimitFetchGuard, deadline);
+}
+
+/**
+ * The request context a request carries on (none when its dispatch options say `propagate: false`).
+ * @throws the context's abort reason when its client is already gone; a `LimitExceededError`
+ *   (reason `deadline`) when it has no time left to give the request.
+ */
+function contextOf(propagation: Propagation, opts: DispatchOptions): Context | undefined {
+  const context = propagation.contextOf((opts as PropagateOption).propagate);
+  if (context?.signal.aborted) throw context.signal.reason;
+  return context;
 }
 
 /** Whether the request may be retried: `retryable` says yes and its body can be sent again. */

@@ -1,5 +1,6 @@
 import type { AcquireOptions, Clock, Limiter, Outcome, RetryPolicy } from 'limits-core';
 import { checkFunction, checkKeys, checkNumber, formatValue } from 'limits-core/internal';
+import { type PropagateOptions, Propagation } from '../context/Propagation.js';
 import { type CallConfig, resolveCallOptions } from '../shared/callOptions.js';
 import type { LimitFetchGuard } from '../shared/httpGuard.js';
 import type { InterceptorHeaders } from './dispatcher.js';
@@ -143,6 +144,20 @@ export interface LimitInterceptorOptions {
    * @default limits-core's `systemClock`
    */
   clock?: Clock;
+  /**
+   * Whether a request dispatched inside a request context (a `loadShed`ed request,
+   * `runWithContext`) carries it on, as `limitFetch` does: the time limit is the smaller of
+   * `timeoutMs` and the request's remaining budget minus `marginMs` (with no more than the margin
+   * left, the request fails with a `LimitExceededError`, reason `deadline`, and is never sent); the
+   * request's criticality and cohort and the attempt's number go to the limiter; the request is
+   * aborted when the inbound client disconnects; and each attempt sends `x-request-timeout-ms`,
+   * `x-request-criticality` and `x-request-attempt` (1, then 2, 3… for retries), never replacing a
+   * header the caller set. `false` turns it off; an object sets the margin and the header names.
+   * One request opts out with the dispatch option `propagate: false` (see `PropagateOption`). A
+   * request to an origin the `limiter` function leaves unlimited is passed through untouched.
+   * @default true (margin 10 ms)
+   */
+  propagate?: boolean | PropagateOptions;
 }
 
 /** The options, checked, with defaults applied: one object shared by every request. */
@@ -153,6 +168,8 @@ export interface InterceptorConfig extends CallConfig<InterceptedCall, Intercept
   /** `{ timeoutMs }` for the limiter, or `undefined` (the acquire fast path) without a time limit. */
   readonly acquireOptions: AcquireOptions | undefined;
   readonly onRetryAfter: ((event: RetryAfterEvent) => void) | undefined;
+  /** The `propagate` option, checked; `undefined` when off. */
+  readonly propagation: Propagation | undefined;
 }
 
 const KEYS = [
@@ -167,6 +184,7 @@ const KEYS = [
   'retry',
   'retryable',
   'clock',
+  'propagate',
 ] as const;
 
 /**
@@ -203,6 +221,7 @@ export function resolveInterceptorOptions(options: LimitInterceptorOptions): Int
     maxOrigins,
     acquireOptions: timeoutMs === Infinity ? undefined : { timeoutMs },
     onRetryAfter,
+    propagation: Propagation.resolve(options.propagate),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitExceededError, Outcome, Permit, PermitRequest, QueueTicket } from 'limits-core';
+import { type Context, runInContext } from '../context/RequestContext.js';
 import { classifyStatus, userOutcome } from '../shared/outcome.js';
 import type { ResolvedShedOptions } from './options.js';
 import { type ShedError, type ShedResponse, shedResponse, writeShed } from './shedResponse.js';
@@ -35,6 +36,10 @@ export abstract class ShedCall implements PermitRequest {
   ticket: QueueTicket | undefined = undefined;
   /** The call of an outer `loadShed` on the same response, if any. */
   outer: ShedCall | undefined = undefined;
+  /** The request's attempt number, from its headers (a refused retry is told not to retry). */
+  attempt = 1;
+  /** The request context the application runs in (none with `context: false`). */
+  context: Context | undefined = undefined;
 
   constructor(
     readonly options: ResolvedShedOptions,
@@ -44,6 +49,10 @@ export abstract class ShedCall implements PermitRequest {
 
   /** Lets the request go on to the application; may throw (the application's error). */
   protected abstract start(): void;
+
+  static #start(call: ShedCall): void {
+    call.start();
+  }
 
   /** Answers a refusal on the raw response: `onShed`, or the default answer. */
   protected refuse(error: ShedError): void {
@@ -97,8 +106,18 @@ export abstract class ShedCall implements PermitRequest {
    * and is reported as an uncaught error.
    */
   answer(error: ShedError): void {
-    if (this.res.destroyed) return;
+    const res = this.res;
+    if (res.destroyed) return;
     try {
+      const doNotRetry = this.options.doNotRetryHeader;
+      if (
+        doNotRetry !== undefined &&
+        error.reason !== 'quota' &&
+        (error.reason === 'shed' || this.attempt >= 2) &&
+        !res.headersSent
+      ) {
+        res.setHeader(doNotRetry, '1');
+      }
       this.refuse(error);
     } catch (thrown) {
       this.res.destroy();
@@ -110,8 +129,15 @@ export abstract class ShedCall implements PermitRequest {
     this.ticket = ticket;
   }
 
-  /** The response closed: release the permit (its outcome), or leave the queue at once. */
+  /**
+   * The response closed: release the permit (its outcome), or leave the queue at once. A response
+   * that closed before it finished aborts the request context's signal.
+   */
   closed(): void {
+    const context = this.context;
+    if (context !== undefined && !this.res.writableFinished) {
+      context.abort(new DOMException('limits: the client disconnected', 'AbortError'));
+    }
     const permit = this.permit;
     if (permit !== undefined) {
       this.permit = undefined;
@@ -141,7 +167,9 @@ export abstract class ShedCall implements PermitRequest {
    */
   private startGuarded(fromLimiter: boolean): void {
     try {
-      this.start();
+      const context = this.context;
+      if (context === undefined) this.start();
+      else runInContext(context, ShedCall.#start, this);
     } catch (error) {
       this.failed();
       if (!fromLimiter) throw error;

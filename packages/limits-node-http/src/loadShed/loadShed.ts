@@ -1,12 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type AcquireOptions,
+  CRITICALITIES,
+  type Criticality,
+  DEFAULT_CRITICALITY,
   type Limiter,
   type Quota,
   QuotaExceededError,
   type QuotaResult,
 } from 'limits-core';
 import { formatValue } from 'limits-core/internal';
+import type { InboundHeaders } from '../context/inboundHeaders.js';
+import { Context } from '../context/RequestContext.js';
 import { type DiagnosticsHandle, publishDiagnostics } from '../metrics/diagnostics.js';
 import type { LimitsSource } from '../metrics/source.js';
 import { type LoadShedOptions, type ResolvedShedOptions, resolveShedOptions } from './options.js';
@@ -57,9 +62,10 @@ export interface FastifyInstanceLike {
 
 /**
  * A Fastify 5 plugin (`fastify.register(shed.fastify)`). It carries fastify-plugin's markers
- * (`Symbol.for('skip-override')` and a display name), so its `onRequest` hook applies to every route
- * of the instance it is registered on, and of that instance's children, whatever their
- * encapsulation.
+ * (`Symbol.for('skip-override')` and a display name), so its hooks apply to every route of the
+ * instance it is registered on, and of that instance's children, whatever their encapsulation. Its
+ * `onRequest` hook admits the request and lets the rest of it (the other hooks, the body's parsing,
+ * the route) run inside the request context.
  */
 export type LoadShedPlugin = (
   instance: FastifyInstanceLike,
@@ -85,6 +91,15 @@ export type LoadShedPlugin = (
  * `close` event, which Node emits both after a response was sent and when the connection closed
  * first: work the application still does for a client that left no longer counts (and an
  * application that never ends a response holds its permit until the client gives up).
+ *
+ * Each request says what it is worth: its time limit (`x-request-timeout-ms`, gRPC's
+ * `grpc-timeout`, Envoy's `x-envoy-expected-rq-timeout-ms`: the smallest), its criticality
+ * (`criticality`, else `x-request-criticality`), its attempt number (`x-request-attempt`, gRPC's and
+ * Envoy's attempt headers) and its cohort (`cohort`), all passed to the limiter (a limiter with
+ * `shedding` refuses the least important first) and kept in the request context the application
+ * runs in (`currentContext()`, carried on by `limitFetch` and `limitInterceptor`), whose signal
+ * aborts when the client disconnects. A request refused as `shed`, and any refused retry, is told
+ * not to retry (`x-do-not-retry: 1`).
  *
  * With a `quota` (a limits-core `Quota`, e.g. a per-account axis and a global one on a
  * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of
@@ -174,8 +189,10 @@ class Admission {
   readonly #parts = new Map<string, Limiter>();
   readonly #fallback: Limiter | undefined;
   readonly #partition: ResolvedShedOptions['partition'];
-  readonly #header: string | undefined;
-  readonly #maxTimeoutMs: number;
+  readonly #inbound: InboundHeaders;
+  readonly #criticality: ResolvedShedOptions['criticality'];
+  readonly #cohort: ResolvedShedOptions['cohort'];
+  readonly #context: boolean;
   readonly #diagnostics: DiagnosticsHandle;
 
   constructor(o: ResolvedShedOptions) {
@@ -192,8 +209,10 @@ class Admission {
       this.#fallback = this.#parts.get(o.fallbackPartition);
     }
     this.#partition = o.partition;
-    this.#header = o.timeoutHeader;
-    this.#maxTimeoutMs = o.maxTimeoutMs;
+    this.#inbound = o.inbound;
+    this.#criticality = o.criticality;
+    this.#cohort = o.cohort;
+    this.#context = o.context;
   }
 
   /**
@@ -239,7 +258,7 @@ class Admission {
     const req = call.req;
     const limiter = this.#single ?? this.#limiterOf(req, route);
     this.#diagnostics.sync();
-    const permit = limiter.acquireWith(call, this.#timeLimit(req));
+    const permit = limiter.acquireWith(call, this.#requestOptions(call));
     // Neither granted nor queued: refused at once, and already answered.
     if (permit === undefined && call.ticket === undefined) return;
     call.admitted(permit, deferred);
@@ -255,14 +274,49 @@ class Admission {
     );
   }
 
-  /** The time limit the request's header carries, as acquire options (none without one). */
-  #timeLimit(req: IncomingMessage): AcquireOptions | undefined {
-    if (this.#header === undefined) return undefined;
-    const value = req.headers[this.#header];
-    if (value === undefined) return undefined;
-    const timeoutMs = parseTimeoutHeader(value, this.#maxTimeoutMs);
-    return timeoutMs === undefined ? undefined : { timeoutMs };
+  /**
+   * What the request says of itself (its time limit, criticality, attempt, cohort), as the
+   * limiter's acquire options (those that differ from the defaults) and, unless `context` is off,
+   * as the request context the call runs in.
+   */
+  #requestOptions(call: ShedCall): AcquireOptions | undefined {
+    const req = call.req;
+    const headers = req.headers;
+    const inbound = this.#inbound;
+    const timeoutMs = inbound.timeoutMs(headers);
+    const criticality =
+      asCriticality(this.#criticality?.(req)) ??
+      inbound.criticality(headers) ??
+      DEFAULT_CRITICALITY;
+    const attempt = inbound.attempt(headers) ?? 1;
+    const given = this.#cohort?.(req);
+    const cohort = typeof given === 'string' ? given : undefined;
+    call.attempt = attempt;
+    if (this.#context) {
+      const deadline = timeoutMs === undefined ? undefined : performance.now() + timeoutMs;
+      call.context = new Context(deadline, criticality, attempt, cohort, undefined);
+    }
+    // Only what differs from the limiter's defaults (nothing: its fast path).
+    if (
+      timeoutMs === undefined &&
+      criticality === DEFAULT_CRITICALITY &&
+      attempt === 1 &&
+      cohort === undefined
+    ) {
+      return undefined;
+    }
+    const options: AcquireOptions = {};
+    if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
+    if (criticality !== DEFAULT_CRITICALITY) options.criticality = criticality;
+    if (attempt !== 1) options.attempt = attempt;
+    if (cohort !== undefined) options.cohort = cohort;
+    return options;
   }
+}
+
+/** A `criticality` option's answer, if it is one of the levels. */
+function asCriticality(value: unknown): Criticality | undefined {
+  return CRITICALITIES.includes(value as Criticality) ? (value as Criticality) : undefined;
 }
 
 /** `/login/step2?x=1` → `login`; `/` → `""`. */
@@ -274,22 +328,4 @@ function firstSegment(path: string): string {
     end++;
   }
   return path.slice(1, end);
-}
-
-const DIGITS = /^[ \t]*(\d+)[ \t]*$/;
-
-/**
- * The time limit a request header carries, in ms, or `undefined` when the value is not
- * ASCII digits (optionally surrounded by spaces): signs, decimals, units, lists, empty values and
- * values over 64 characters are ignored. Values over `maxMs` (more than 15 digits included) are
- * capped at `maxMs`.
- */
-export function parseTimeoutHeader(
-  value: string | string[] | undefined,
-  maxMs: number,
-): number | undefined {
-  if (typeof value !== 'string' || value.length > 64) return undefined;
-  const digits = DIGITS.exec(value)?.[1];
-  if (digits === undefined) return undefined;
-  return digits.length > 15 ? maxMs : Math.min(Number(digits), maxMs);
 }

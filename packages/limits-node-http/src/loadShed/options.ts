@@ -1,6 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Limiter, Outcome, PartitionedLimiter, Quota } from 'limits-core';
-import { checkFunction, checkKeys, checkNumber, formatValue } from 'limits-core/internal';
+import type { Criticality, Limiter, Outcome, PartitionedLimiter, Quota } from 'limits-core';
+import {
+  checkBoolean,
+  checkFunction,
+  checkKeys,
+  checkNumber,
+  formatValue,
+} from 'limits-core/internal';
+import { InboundHeaders } from '../context/inboundHeaders.js';
+import { ATTEMPT_HEADER, CRITICALITY_HEADER, TIMEOUT_HEADER } from '../context/Propagation.js';
+import { checkHeaderName } from '../shared/headerName.js';
+import { DO_NOT_RETRY_HEADER } from '../shared/retry.js';
 import type { ShedError } from './shedResponse.js';
 
 /**
@@ -32,16 +42,73 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    */
   fallbackPartition?: string;
   /**
-   * Request header carrying the caller's remaining time limit in ms, relative (as Envoy's
-   * `x-envoy-expected-rq-timeout-ms`), fed to admission as `timeoutMs`: a request whose time limit
-   * cannot be met given the queue ahead is refused at once, and a queued one leaves when it can no
-   * longer make it. Only ASCII digits count (surrounding spaces allowed); anything else (signs,
-   * decimals, units, lists, empty, over 64 characters) is ignored, as if the header were absent;
-   * values over `maxTimeoutMs` (any over 15 digits included) are capped. `false` turns it off. A
-   * lowercase HTTP token.
+   * Request header carrying the caller's remaining time limit in ms, relative, fed to admission as
+   * `timeoutMs` and to the request context as its deadline: a request whose time limit cannot be met
+   * given the queue ahead is refused at once, and a queued one leaves when it can no longer make it.
+   * Only ASCII digits count (surrounding spaces allowed); anything else (signs, decimals, units,
+   * lists, empty, over 64 characters) is ignored, as if the header were absent; values over
+   * `maxTimeoutMs` (any over 15 digits included) are capped. With `grpcHeaders` and `envoyHeaders`,
+   * the smallest valid time limit of all wins. `false` turns it off. A lowercase HTTP token.
    * @default 'x-request-timeout-ms'
    */
   timeoutHeader?: string | false;
+  /**
+   * Request header carrying the request's criticality (`critical_plus`, `critical`,
+   * `sheddable_plus`, `sheddable`, read by limits-core's `parseCriticality`; anything else is
+   * ignored), used when `criticality` gives none. A client can claim any level: at a public edge,
+   * decide it yourself with `criticality` or turn the header off. `false` turns it off.
+   * @default 'x-request-criticality'
+   */
+  criticalityHeader?: string | false;
+  /**
+   * Request header carrying the request's attempt number (1 for a first try, 2 and more for a
+   * retry; ASCII digits, an integer ≥ 1, capped at 100; anything else ignored). With `grpcHeaders`
+   * and `envoyHeaders` the largest valid attempt of all wins. `false` turns it off.
+   * @default 'x-request-attempt'
+   */
+  attemptHeader?: string | false;
+  /**
+   * Whether gRPC's headers are read too: `grpc-timeout` (`TimeoutValue TimeoutUnit`, e.g. `250m`,
+   * `2S`) as a time limit and `grpc-previous-rpc-attempts` (`n` → attempt `n + 1`).
+   * @default true
+   */
+  grpcHeaders?: boolean;
+  /**
+   * Whether Envoy's headers are read too: `x-envoy-expected-rq-timeout-ms` as a time limit and
+   * `x-envoy-attempt-count` as the attempt.
+   * @default true
+   */
+  envoyHeaders?: boolean;
+  /**
+   * The criticality of a request, e.g. from its route or its account's plan; `undefined` (or
+   * anything but a criticality) leaves it to `criticalityHeader`, then `'critical'`. Passed to the
+   * limiter (a limiter with `shedding` refuses lower levels first under overload) and to the
+   * request context. A throw propagates as a throw of your own middleware would.
+   * @default the criticality header's
+   */
+  criticality?: (req: IncomingMessage) => Criticality | undefined;
+  /**
+   * Whose request it is (a user or account id): the limiter's `cohort` (a shedding limiter sheds
+   * the same users consistently) and the request context's. A throw propagates as a throw of your
+   * own middleware would; anything but a string is none.
+   * @default none
+   */
+  cohort?: (req: IncomingMessage) => string | undefined;
+  /**
+   * Whether each admitted request runs inside a request context (`currentContext()` in the handler,
+   * propagated by `limitFetch` and `limitInterceptor`). `false` saves its cost when nothing reads it.
+   * @default true
+   */
+  context?: boolean;
+  /**
+   * Response header that tells a client not to retry (value `1`), sent with the 503 of a request the
+   * limiter refused as `shed`, and of any limiter refusal of a retry (attempt ≥ 2): retrying work
+   * the server sheds by importance only adds load. `limitFetch` and `limitInterceptor` never retry
+   * a response that carries `x-do-not-retry`. Also set (on `res`) before `onShed` is called.
+   * `false` turns it off.
+   * @default 'x-do-not-retry'
+   */
+  doNotRetryHeader?: string | false;
   /**
    * A limits-core `Quota` judged **before** the limiter (an account over its share gets a cheap 429
    * and never takes a permit or a queue slot). Each request calls
@@ -65,7 +132,11 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    * @default the request itself
    */
   quotaContext?: (req: IncomingMessage) => Ctx | undefined;
-  /** Cap on the header's time limit, in ms: an integer in [1, 86_400_000]. @default 60_000 */
+  /**
+   * Cap on the time limit the headers carry (ours, gRPC's, Envoy's), in ms: an integer in
+   * [1, 86_400_000].
+   * @default 60_000
+   */
   maxTimeoutMs?: number;
   /**
    * Cap on the `Retry-After` of the limiter's 503, in ms (written in whole seconds): an integer in
@@ -101,8 +172,12 @@ export interface ResolvedShedOptions {
   partitioned: PartitionedLimiter | undefined;
   partition: LoadShedOptions['partition'];
   fallbackPartition: string;
-  timeoutHeader: string | undefined;
-  maxTimeoutMs: number;
+  /** The context headers read. */
+  inbound: InboundHeaders;
+  criticality: LoadShedOptions['criticality'];
+  cohort: LoadShedOptions['cohort'];
+  context: boolean;
+  doNotRetryHeader: string | undefined;
   maxRetryAfterMs: number;
   onShed: LoadShedOptions<unknown>['onShed'];
   classify: LoadShedOptions['classify'];
@@ -115,14 +190,20 @@ const KEYS = [
   'partition',
   'fallbackPartition',
   'timeoutHeader',
+  'criticalityHeader',
+  'attemptHeader',
+  'grpcHeaders',
+  'envoyHeaders',
+  'criticality',
+  'cohort',
+  'context',
+  'doNotRetryHeader',
   'maxTimeoutMs',
   'maxRetryAfterMs',
   'onShed',
   'classify',
 ] as const;
 
-/** An HTTP header name as Node stores it: a lowercase token (RFC 9110). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const DAY_MS = 86_400_000;
 
 function isLimiter(value: object): value is Limiter {
@@ -201,12 +282,32 @@ export function resolveShedOptions<Ctx>(options: LoadShedOptions<Ctx>): Resolved
     partitioned,
     partition,
     fallbackPartition,
-    timeoutHeader: checkHeader(options.timeoutHeader),
-    maxTimeoutMs: checkNumber('maxTimeoutMs', options.maxTimeoutMs, 60_000, {
-      min: 1,
-      max: DAY_MS,
-      integer: true,
-    }),
+    inbound: new InboundHeaders(
+      {
+        timeout: checkHeaderName('timeoutHeader', options.timeoutHeader, TIMEOUT_HEADER),
+        criticality: checkHeaderName(
+          'criticalityHeader',
+          options.criticalityHeader,
+          CRITICALITY_HEADER,
+        ),
+        attempt: checkHeaderName('attemptHeader', options.attemptHeader, ATTEMPT_HEADER),
+        grpc: checkBoolean('grpcHeaders', options.grpcHeaders, true),
+        envoy: checkBoolean('envoyHeaders', options.envoyHeaders, true),
+      },
+      checkNumber('maxTimeoutMs', options.maxTimeoutMs, 60_000, {
+        min: 1,
+        max: DAY_MS,
+        integer: true,
+      }),
+    ),
+    criticality: checkFunction<LoadShedOptions['criticality']>('criticality', options.criticality),
+    cohort: checkFunction<LoadShedOptions['cohort']>('cohort', options.cohort),
+    context: checkBoolean('context', options.context, true),
+    doNotRetryHeader: checkHeaderName(
+      'doNotRetryHeader',
+      options.doNotRetryHeader,
+      DO_NOT_RETRY_HEADER,
+    ),
     maxRetryAfterMs: checkNumber('maxRetryAfterMs', options.maxRetryAfterMs, 60_000, {
       min: 1000,
       max: DAY_MS,
@@ -215,20 +316,4 @@ export function resolveShedOptions<Ctx>(options: LoadShedOptions<Ctx>): Resolved
     onShed: checkFunction<LoadShedOptions['onShed']>('onShed', options.onShed),
     classify: checkFunction<LoadShedOptions['classify']>('classify', options.classify),
   };
-}
-
-function checkHeader(value: unknown): string | undefined {
-  if (value === undefined) return 'x-request-timeout-ms';
-  if (value === false) return undefined;
-  if (typeof value !== 'string') {
-    throw new TypeError(
-      `limits: option "timeoutHeader" must be a header name or false, got ${formatValue(value)}`,
-    );
-  }
-  if (!HEADER_NAME.test(value)) {
-    throw new RangeError(
-      `limits: option "timeoutHeader" must be a lowercase HTTP header name, got ${formatValue(value)}`,
-    );
-  }
-  return value;
 }
