@@ -309,6 +309,7 @@ async function costClient(url) {
   };
   answerAsks(async (msg) => {
     if (msg.cmd === 'names') return { names: Object.keys(callers) };
+    if (msg.cmd === 'cpu') return { cpuUs: cpuSeconds() * 1e6 };
     if (msg.cmd === 'batch') {
       const u0 = process.cpuUsage();
       const t0 = performance.now();
@@ -494,9 +495,13 @@ async function costRounds() {
     }
     process.stderr.write(`cost round ${round + 1}/${COST_ROUNDS}\n`);
   }
+  const cpuS =
+    ((await ask(server.child, { cmd: 'cpu' })).cpuUs +
+      (await ask(client.child, { cmd: 'cpu' })).cpuUs) /
+    1e6;
   await Promise.all([stopChild(server.child), stopChild(client.child)]);
   await agent.close();
-  return { serverCells, clientCells, contextOff: server.first.context };
+  return { serverCells, clientCells, contextOff: server.first.context, cpuS };
 }
 
 async function main() {
@@ -512,9 +517,7 @@ async function main() {
   const cost = runCost ? await costRounds() : undefined;
   const own = process.cpuUsage(cpu0);
   const childCpuS = results.reduce((s, r) => s + (r.cpuS ?? 0), 0);
-  const machine = meter.end(
-    cost === undefined ? (own.user + own.system) / 1e6 + childCpuS : undefined,
-  );
+  const machine = meter.end((own.user + own.system) / 1e6 + childCpuS + (cost?.cpuS ?? 0));
 
   const lines = headerLines(
     '## S6 — deadline propagation: A → B → C, a 1 s budget at A, C 10× slower',
