@@ -3,7 +3,7 @@
 // for 30 s, then back to 70 %; then two phases in which every request fails.
 //
 //   node bench/s7-retry-storm.mjs             full run: per variant 5 s base + 30 s trigger + 15 s
-//                                             recovery + 10 s hang + 5 s + 10 s error + 3 s (~6 min for 4)
+//                                             recovery + 10 s hang + 5 s + 10 s error + 3 s (~5.5 min for 4)
 //   node bench/s7-retry-storm.mjs --quick     smoke test: 2 + 5 + 5 + 3 + 2 + 3 + 1 s per variant
 //   node bench/s7-retry-storm.mjs --only=full,no-attempt-header --trigger-s=60
 //   node bench/s7-retry-storm.mjs --json=out.json   also write every attempt record as JSON
