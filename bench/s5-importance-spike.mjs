@@ -53,9 +53,8 @@
 // - the load generator's send lag (max, p99, share > 10 ms late): the open loop held if small, and
 //   the machine's CPU use during the run.
 //
-// A build without `shedding` in limits-core reports the `levels` row as not measurable. A build whose
-// loadShed does not pass a criticality and a cohort to the limiter yet is measured through a
-// bench-only Limiter subclass that adds them to `acquireWith` from the two headers (the row says so).
+// A build without `shedding` in limits-core or `cohort` in loadShed reports the `levels` row as not
+// measurable.
 
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -123,28 +122,15 @@ async function serve(variant) {
   };
   let limiter;
   let shed;
-  let bridged = false;
   if (variant === 'levels') {
-    if (!features.shedding) {
-      process.send({ unsupported: 'this limits-core has no `shedding` option' });
+    if (!features.shedding || !features.cohort) {
+      process.send({
+        unsupported: 'this build has no `shedding` in limits-core or no `cohort` in loadShed',
+      });
       return;
     }
-    if (features.cohort) {
-      limiter = new core.Limiter({ limit: N, ...queue, shedding: {} });
-      shed = loadShed({ limiter, cohort: (req) => header(req, 'x-user-id') });
-    } else {
-      // loadShed does not pass the request's importance yet: hand it to acquireWith here.
-      bridged = true;
-      class Bridged extends core.Limiter {
-        acquireWith(call, options) {
-          const criticality = header(call.req, 'x-request-criticality');
-          const cohort = header(call.req, 'x-user-id');
-          return super.acquireWith(call, { ...options, criticality, cohort });
-        }
-      }
-      limiter = new Bridged({ limit: N, ...queue, shedding: {} });
-      shed = loadShed({ limiter });
-    }
+    limiter = new core.Limiter({ limit: N, ...queue, shedding: {} });
+    shed = loadShed({ limiter, cohort: (req) => header(req, 'x-user-id') });
   } else if (variant === 'no-levels') {
     limiter = new core.Limiter({ limit: N, ...queue });
     shed = loadShed({ limiter });
@@ -255,7 +241,7 @@ async function serve(variant) {
     return {};
   });
   server.listen(0, '127.0.0.1', () =>
-    process.send({ url: `http://127.0.0.1:${server.address().port}/work`, bridged }),
+    process.send({ url: `http://127.0.0.1:${server.address().port}/work` }),
   );
 }
 
@@ -342,7 +328,7 @@ async function runVariant(variant, undici) {
   await ask(child, { cmd: 'stop' }).catch(() => {});
   await stopChild(child);
   await agent.close();
-  return { variant, bridged: first.bridged, windows, lag, client: records, clientCpuS, ...server };
+  return { variant, windows, lag, client: records, clientCpuS, ...server };
 }
 
 function analyse(r) {
@@ -512,7 +498,7 @@ async function main() {
     '|---|---:|---:|---:|---:|---:|',
   ];
   for (const r of results) {
-    const name = `${r.variant}${r.bridged ? ' (criticality/cohort added by the bench: loadShed lacks them)' : ''}: ${VARIANTS[r.variant]}`;
+    const name = `${r.variant}: ${VARIANTS[r.variant]}`;
     if (r.unsupported !== undefined) {
       outcome.push(`| ${name} | not measurable: ${r.unsupported} ||||||| |`);
       shedding.push(`| ${name} | not measurable ||||| |`);
