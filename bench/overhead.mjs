@@ -121,6 +121,13 @@ const CONTENDERS = [
     create: (mode) => limiterContender(new Limiter({ limit: LIMIT, ...queueOpts(mode) })),
   },
   {
+    id: 'limiter-shedding',
+    name: 'limits-core Limiter({ limit: 64, shedding: {} })',
+    modes: limiterModes,
+    create: (mode) =>
+      limiterContender(new Limiter({ limit: LIMIT, shedding: {}, ...queueOpts(mode) })),
+  },
+  {
     id: 'limiter-vegas',
     name: 'limits-core Limiter(VegasLimit 64..64)',
     modes: limiterModes,
@@ -137,7 +144,7 @@ const CONTENDERS = [
       ),
   },
 ];
-/** Ratios are to the floor (SEMAPHORES[0]); the limits-core rows also to the pre-issue-10 floor. */
+/** Ratios are to the floor (SEMAPHORES[0]); the limits-core rows also to the async semaphore. */
 const REFERENCE = SEMAPHORES[0].id;
 const OLD_REFERENCE = SEMAPHORES[1].id;
 const runsIn = (x, mode) => (x.modes ?? Object.keys(MODES)).includes(mode);
@@ -212,7 +219,7 @@ async function parent(args) {
         name: x.name,
         medianNs: med,
         ratio: med / refMedian,
-        // The pre-issue-10 floor, for the limits-core rows only (comparable with older RESULTS.md).
+        // The async semaphore (an `await`-based one), for the limits-core rows only.
         ratioAsync: x.id.startsWith('limiter') ? med / oldRefMedian : undefined,
         samplesNs: cell.samples,
         calls: median(cell.calls),

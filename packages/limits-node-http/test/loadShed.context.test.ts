@@ -229,6 +229,19 @@ describe.each(frameworks)('loadShed request context on %s', (_name, serve) => {
     void held.catch(() => undefined);
   });
 
+  it('tells a first attempt refused for want of time (deadline) not to retry: a retry has less of it', async () => {
+    const limiter = new Limiter({ limit: 1, maxQueued: 10, initialServiceMs: 1_000 });
+    const app = await serve({ limiter });
+    const held = fetch(`${app.url}/wait`);
+    await app.waiting;
+    // A 50 ms budget behind a call held about a second: refused at the door as `deadline`.
+    const late = await fetch(`${app.url}/ctx`, { headers: { 'x-request-timeout-ms': '50' } });
+    expect(late.status).toBe(503);
+    expect(await late.json()).toEqual({ error: 'overloaded', reason: 'deadline' });
+    expect(late.headers.get('x-do-not-retry')).toBe('1');
+    void held.catch(() => undefined);
+  });
+
   it('names the do-not-retry header as doNotRetryHeader says, or sends none with false', async () => {
     const refusing = new Limiter({ limit: 1, maxQueued: 0 });
     const named = await serve({ limiter: refusing, doNotRetryHeader: 'x-no-retry' });

@@ -6,6 +6,12 @@ import type { ResolvedShedOptions } from './options.js';
 import { type ShedError, type ShedResponse, shedResponse, writeShed } from './shedResponse.js';
 
 /**
+ * Refusals a retry cannot fix: shed by importance (the same request ranks as low again, lower as a
+ * retry), or unable to finish within its time budget (`deadline`, `expired`: a retry has less of it).
+ */
+const NOT_RETRIED: ReadonlySet<string> = new Set(['shed', 'deadline', 'expired']);
+
+/**
  * The calls of a response, newest first (several when `loadShed` instances are stacked, e.g. a
  * global one and a route's): one shared `close` listener per response, no closure per request.
  */
@@ -113,7 +119,7 @@ export abstract class ShedCall implements PermitRequest {
       if (
         doNotRetry !== undefined &&
         error.reason !== 'quota' &&
-        (error.reason === 'shed' || this.attempt >= 2) &&
+        (NOT_RETRIED.has(error.reason) || this.attempt >= 2) &&
         !res.headersSent
       ) {
         res.setHeader(doNotRetry, '1');

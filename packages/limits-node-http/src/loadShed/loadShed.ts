@@ -98,8 +98,8 @@ export type LoadShedPlugin = (
  * Envoy's attempt headers) and its cohort (`cohort`), all passed to the limiter (a limiter with
  * `shedding` refuses the least important first) and kept in the request context the application
  * runs in (`currentContext()`, carried on by `limitFetch` and `limitInterceptor`), whose signal
- * aborts when the client disconnects. A request refused as `shed`, and any refused retry, is told
- * not to retry (`x-do-not-retry: 1`).
+ * aborts when the client disconnects. A request refused as `shed`, `deadline` or `expired`, and
+ * any refused retry, is told not to retry (`x-do-not-retry: 1`).
  *
  * With a `quota` (a limits-core `Quota`, e.g. a per-account axis and a global one on a
  * `RedisQuotaStore`), each request is first charged on it: a refusal is answered with the status of

@@ -102,8 +102,8 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
   context?: boolean;
   /**
    * Response header that tells a client not to retry (value `1`), sent with the 503 of a request the
-   * limiter refused as `shed`, and of any limiter refusal of a retry (attempt ≥ 2): retrying work
-   * the server sheds by importance only adds load. `limitFetch` and `limitInterceptor` never retry
+   * limiter refused as `shed`, `deadline` or `expired` (a retry ranks no higher and has less time),
+   * and of any limiter refusal of a retry (attempt ≥ 2): retrying such work only adds load. `limitFetch` and `limitInterceptor` never retry
    * a response that carries `x-do-not-retry`. Also set (on `res`) before `onShed` is called.
    * `false` turns it off.
    * @default 'x-do-not-retry'
