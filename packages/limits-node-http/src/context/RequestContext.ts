@@ -9,6 +9,7 @@ import { CRITICALITIES, type Criticality, DEFAULT_CRITICALITY } from 'limits-cor
 import {
   checkKeys,
   checkNumber,
+  checkOneOf,
   checkSignal,
   checkString,
   formatValue,
@@ -176,13 +177,11 @@ export function runWithContext<T>(init: RequestContextInit, fn: () => T): T {
       throw new TypeError('limits: runWithContext takes "timeoutMs" or "deadline", not both');
     }
   }
-  const criticality = init.criticality;
-  if (criticality !== undefined && !CRITICALITIES.includes(criticality)) {
-    const levels = CRITICALITIES.map((c) => `"${c}"`).join(', ');
-    throw new (typeof criticality === 'string' ? RangeError : TypeError)(
-      `limits: option "criticality" must be one of ${levels}, got ${formatValue(criticality)}`,
-    );
-  }
+  // (Left out: inherited, so no default here.)
+  const criticality =
+    init.criticality === undefined
+      ? undefined
+      : checkOneOf('criticality', init.criticality, DEFAULT_CRITICALITY, CRITICALITIES);
   const attempt = checkNumber('attempt', init.attempt, 0, ATTEMPT_RANGE);
   const cohort = checkString('cohort', init.cohort);
   const signal = checkSignal('signal', init.signal);
