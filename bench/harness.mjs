@@ -748,23 +748,32 @@ export const yieldToLoop = () => new Promise((resolve) => setImmediate(resolve))
 export const cpuMicros = (u) => u.user + u.system;
 
 /**
- * CPU-seconds all cores have been busy (`busyS`) and have existed (`totalS`) since boot, from Linux's
- * /proc/stat (user..steal; guest time is already inside user), or undefined elsewhere.
+ * The all-cores line of Linux's /proc/stat, in ticks (USER_HZ, 100 per second): user, nice, system,
+ * idle, iowait, irq, softirq, steal, …; `undefined` elsewhere.
  */
-export function machineBusy() {
+export function procStatTicks() {
   try {
-    const f = readFileSync('/proc/stat', 'utf8')
+    return readFileSync('/proc/stat', 'utf8')
       .split('\n')[0]
       .trim()
       .split(/\s+/)
       .slice(1)
       .map(Number);
-    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-    const idle = f[3] + (f[4] ?? 0); // idle + iowait
-    return { busyS: (total - idle) / 100, totalS: total / 100 }; // USER_HZ is 100 on Linux
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU-seconds all cores have been busy (`busyS`) and have existed (`totalS`) since boot, from Linux's
+ * /proc/stat (user..steal; guest time is already inside user), or undefined elsewhere.
+ */
+export function machineBusy() {
+  const f = procStatTicks();
+  if (f === undefined) return undefined;
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  const idle = f[3] + (f[4] ?? 0); // idle + iowait
+  return { busyS: (total - idle) / 100, totalS: total / 100 }; // USER_HZ is 100 on Linux
 }
 
 /** The short commit of `dir`'s repository and whether its `src` has uncommitted changes. */

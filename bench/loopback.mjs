@@ -7,9 +7,9 @@
 // Not a benchmark by itself: `node bench/s5-…` etc. import it.
 
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { procStatTicks } from './harness.mjs';
 
 /**
  * Milliseconds since the epoch with sub-millisecond resolution, the same in every process of a run
@@ -138,17 +138,9 @@ export const percentile = (sorted, p) =>
 
 /** CPU-seconds since boot from /proc/stat: processes (user, nice, system, steal) and interrupts (irq, softirq). */
 function procStat() {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8')
-      .split('\n')[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    return { procS: (f[0] + f[1] + f[2] + (f[7] ?? 0)) / 100, irqS: (f[5] + f[6]) / 100 };
-  } catch {
-    return undefined;
-  }
+  const f = procStatTicks();
+  if (f === undefined) return undefined;
+  return { procS: (f[0] + f[1] + f[2] + (f[7] ?? 0)) / 100, irqS: (f[5] + f[6]) / 100 };
 }
 
 /**
