@@ -22,7 +22,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const packages = ['limits-core', 'limits-breaker', 'limits-node-http', 'limits-redis'];
+const packages = [
+  'limits-core',
+  'limits-breaker',
+  'limits-node-http',
+  'limits-redis',
+  'limits-lab',
+];
 const started = performance.now();
 const isWindows = process.platform === 'win32';
 
@@ -234,9 +240,10 @@ export type Store = RedisQuotaStore;
 import { guard } from 'limits-breaker';
 import { limitFetch, loadShed, limitInterceptor, registerMetrics } from 'limits-node-http';
 import { RedisQuotaStore } from 'limits-redis';
+import { renderTimelineSvg, TimelineRecorder } from 'limits-lab';
 import { createRequire } from 'node:module';
 
-for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore })) {
+for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore, TimelineRecorder, renderTimelineSvg })) {
   if (typeof f !== 'function') throw new Error(name + ' is not exported');
 }
 {

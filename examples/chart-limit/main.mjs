@@ -1,4 +1,4 @@
-// Chart a limiter's limit from its events: limits-core's TimelineRecorder listens to a Limiter (or a
+// Chart a limiter's limit from its events: limits-lab's TimelineRecorder listens to a Limiter (or a
 // limits-breaker guard) and keeps fixed time buckets — limit, peak in flight, outcomes, latency,
 // refusals — and renderTimelineSvg draws them as a self-contained SVG. Nothing polls the limiter: the
 // chart is built only from the `limit`, `acquire`, `release` and `reject` events it emits.
@@ -13,13 +13,8 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  LimitExceededError,
-  Limiter,
-  renderTimelineSvg,
-  TimelineRecorder,
-  VegasLimit,
-} from 'limits-core';
+import { LimitExceededError, Limiter, VegasLimit } from 'limits-core';
+import { renderTimelineSvg, TimelineRecorder } from 'limits-lab';
 
 const quick = process.argv.includes('--quick');
 const outArg = process.argv.find((a) => a.startsWith('--out='));

@@ -10,7 +10,7 @@
 // receives { mark: 'begin' | 'end', label } (spans on the timeline), { stats: true } → replies
 // { timeline, fallbacks, workersPeak }, { exit: true }.
 import http from 'node:http';
-import { TimelineRecorder } from 'limits-core';
+import { TimelineRecorder } from 'limits-lab';
 import { strategy } from './strategies.mjs';
 
 const WORKERS = 200;

@@ -3,7 +3,7 @@
 // 100 req/s a route that does not. Each strategy runs in turn on real processes over loopback (see
 // scenario.mjs); the demo prints the comparison table and writes an SVG chart of the limit, in-flight
 // calls, latency and circuit state over time, drawn from the events each strategy's limiter emitted
-// (limits-core's TimelineRecorder + renderTimelineSvg). Every figure is measured in this run.
+// (limits-lab's TimelineRecorder + renderTimelineSvg). Every figure is measured in this run.
 //
 //   node latency-spike/demo.mjs                 ~55 s: every strategy, 2.5 s calm, 5 s spike, 3 s calm
 //   node latency-spike/demo.mjs --quick         ~10 s: vegas and vegas+breaker, shorter phases (tests)
@@ -12,7 +12,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { renderTimelineSvg } from 'limits-core';
+import { renderTimelineSvg } from 'limits-lab';
 import { runStrategy, summarize, table } from './scenario.mjs';
 import { STRATEGIES } from './strategies.mjs';
 

@@ -93,18 +93,3 @@ export {
   parseCriticality,
 } from './shedding/criticality.js';
 export type { SheddingOptions, ShedThreshold } from './shedding/options.js';
-export {
-  renderTimelineSvg,
-  type TimelineSeries,
-  type TimelineSvgOptions,
-} from './timeline/renderTimelineSvg.js';
-export {
-  type Timeline,
-  type TimelineEmitter,
-  type TimelineMark,
-  type TimelinePoint,
-  TimelineRecorder,
-  type TimelineRecorderOptions,
-  type TimelineSource,
-  type TimelineState,
-} from './timeline/TimelineRecorder.js';

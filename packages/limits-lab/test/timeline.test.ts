@@ -1,8 +1,7 @@
 import { EventEmitter } from 'eventemitter3';
+import { FixedLimit, Limiter } from 'limits-core';
 import { describe, expect, test } from 'vitest';
 import {
-  FixedLimit,
-  Limiter,
   renderTimelineSvg,
   type TimelineMark,
   type TimelinePoint,

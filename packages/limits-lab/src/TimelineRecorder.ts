@@ -1,6 +1,5 @@
-import type { Clock } from '../internal/clock.js';
-import { systemClock } from '../internal/clock.js';
-import { checkKeys, checkNumber, checkString, formatValue } from '../internal/validate.js';
+import { type Clock, systemClock } from 'limits-core';
+import { checkKeys, checkNumber, checkString, formatValue } from 'limits-core/internal';
 
 /** Circuit states as limits-breaker names them (kept as plain strings: no dependency on it). */
 export type TimelineState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';

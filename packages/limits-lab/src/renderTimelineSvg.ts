@@ -1,4 +1,4 @@
-import { checkKeys, checkNumber, checkString, formatValue } from '../internal/validate.js';
+import { checkKeys, checkNumber, checkString, formatValue } from 'limits-core/internal';
 import {
   MAX_BUCKET_MS,
   MIN_BUCKET_MS,
