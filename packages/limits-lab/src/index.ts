@@ -17,3 +17,4 @@ export {
   type TimelineSource,
   type TimelineState,
 } from './TimelineRecorder.js';
+export type { Arrival, CallOutcome, Downstream, DownstreamCall } from './traffic.js';
