@@ -217,7 +217,7 @@ export async function get(): Promise<number | undefined> {
 export const agent = new Agent().compose(limitInterceptor({ limiter }));
 const shed = loadShed({ limiter });
 export const server = createServer(shed.wrap((_req, res) => res.end('ok')));
-export const metrics = registerMetrics(new Registry(), limiter, { prefix: 'app_' });
+export const metrics = registerMetrics(new Registry(), limiter, { limiter: 'app' });
 const quota = new Quota({
   windowMs: 60_000,
   store: new MemoryQuotaStore(),

@@ -7,8 +7,9 @@
 //   fetch/        limitFetch, and what only it uses (a response body's hold on its permit, the time limit)
 //   interceptor/  limitInterceptor for undici (one request's handler, its caller, retries, fallbacks)
 //   loadShed/     loadShed for node:http, Express and Fastify (admission, a request's call, answers)
-//   metrics/      registerMetrics (Prometheus) and the `limits:` diagnostics channels, for any
-//                 limiter, partitioned limiter or guard
+//   metrics/      one metric scheme, registerMetrics (Prometheus), registerOtelMetrics
+//                 (OpenTelemetry) and the `limits:` diagnostics channels, for any limiter,
+//                 partitioned limiter, guard or loadShed
 //   shared/       what several entry points use: the outcome rules, Retry-After, the retry rules,
 //                 the guard of an HTTP call (fetchGuard)
 // Imports go one way: an entry point's folder uses context/, shared/ and metrics/, never another
@@ -65,14 +66,42 @@ export {
   type RejectMessage,
   type ReleaseMessage,
 } from './metrics/diagnostics.js';
+export type { SourceMetricsOptions } from './metrics/options.js';
+export type {
+  OtelAttributes,
+  OtelBatchCallback,
+  OtelBatchObservableResult,
+  OtelCounter,
+  OtelHistogram,
+  OtelMeter,
+  OtelMetricOptions,
+  OtelObservable,
+} from './metrics/otelMeter.js';
 export type { PromClient, PromRegistry } from './metrics/promClient.js';
 export {
-  defaultRttBuckets,
   type MetricsHandle,
   type MetricsOptions,
   registerMetrics,
 } from './metrics/registerMetrics.js';
-export type { GuardSource, LimitsSource } from './metrics/source.js';
+export { type OtelMetricsOptions, registerOtelMetrics } from './metrics/registerOtelMetrics.js';
+export {
+  BREAKER_STATES,
+  defaultSecondsBuckets,
+  FALLBACK_REASONS,
+  METRICS,
+  type MetricGroup,
+  type MetricKey,
+  type MetricKind,
+  type MetricSpec,
+} from './metrics/scheme.js';
+export type {
+  GuardSource,
+  LimitsSource,
+  LoadShedSource,
+  QuotaSource,
+  RetryBudgetSource,
+  RetryPolicySource,
+} from './metrics/source.js';
 export {
   type FetchAction,
   type FetchCallContext,

@@ -185,7 +185,7 @@ describe('publishDiagnostics', () => {
   it('refuses something that is not a source', () => {
     expect(() => publishDiagnostics({} as never)).toThrow(
       new TypeError(
-        'limits: publishDiagnostics needs a Limiter, a PartitionedLimiter or a guard, got an object',
+        'limits: publishDiagnostics needs a Limiter, a PartitionedLimiter, a guard or a loadShed, got an object',
       ),
     );
   });

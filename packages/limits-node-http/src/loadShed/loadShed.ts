@@ -5,6 +5,7 @@ import {
   type Criticality,
   DEFAULT_CRITICALITY,
   type Limiter,
+  type PartitionedLimiter,
   type Quota,
   QuotaExceededError,
   type QuotaResult,
@@ -46,6 +47,10 @@ export interface LoadShed {
   ): (req: Req, res: Res) => void;
   /** The Fastify 5 plugin: `fastify.register(shed.fastify)` (see {@link LoadShedPlugin}). */
   readonly fastify: LoadShedPlugin;
+  /** The limiter (or PartitionedLimiter) requests take their permits from (option `limiter`). */
+  readonly limiter: Limiter | PartitionedLimiter;
+  /** The quota judged before the limiter (option `quota`), if any. */
+  readonly quota: Quota<never> | undefined;
 }
 
 /** The part of a Fastify instance `loadShed` uses. */
@@ -121,6 +126,7 @@ export type LoadShedPlugin = (
 export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): LoadShed {
   const o = resolveShedOptions(options);
   const admission = new Admission(o);
+  const exempt = o.exempt;
   const middleware = function loadShed(
     req: IncomingMessage,
     res: ServerResponse,
@@ -130,6 +136,10 @@ export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): 
       throw new TypeError(
         'limits: the loadShed middleware needs next(); for a node:http server use loadShed(options).wrap(handler)',
       );
+    }
+    if (exempt?.(req)) {
+      next();
+      return;
     }
     admission.admit(new MiddlewareCall(o, req, res, next), undefined);
   } as LoadShed;
@@ -143,6 +153,11 @@ export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): 
     }
     const h = handler as (req: IncomingMessage, res: ServerResponse) => unknown;
     return function loadShedHandler(req: Req, res: Res): void {
+      if (exempt?.(req)) {
+        // As without load shedding: the handler's throw or rejection is its own.
+        h(req, res);
+        return;
+      }
       admission.admit(new HandlerCall(o, req, res, h), undefined);
     };
   };
@@ -151,10 +166,19 @@ export function loadShed<Ctx = IncomingMessage>(options: LoadShedOptions<Ctx>): 
     reply: FastifyReplyLike,
     done: (error?: Error) => void,
   ): void => {
+    if (exempt?.(request.raw)) {
+      done();
+      return;
+    }
     admission.admit(new FastifyCall(o, reply, request.raw, done), request.routeOptions?.url);
   };
   Object.defineProperty(middleware, 'wrap', { value: wrap, enumerable: true });
   Object.defineProperty(middleware, 'fastify', { value: fastifyPlugin(hook), enumerable: true });
+  Object.defineProperty(middleware, 'limiter', {
+    value: o.partitioned ?? o.limiter,
+    enumerable: true,
+  });
+  Object.defineProperty(middleware, 'quota', { value: o.quota, enumerable: true });
   return middleware;
 }
 

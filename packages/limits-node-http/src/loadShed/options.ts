@@ -11,6 +11,7 @@ import { InboundHeaders } from '../context/inboundHeaders.js';
 import { ATTEMPT_HEADER, CRITICALITY_HEADER, TIMEOUT_HEADER } from '../context/Propagation.js';
 import { checkHeaderName } from '../shared/headerName.js';
 import { DO_NOT_RETRY_HEADER } from '../shared/retry.js';
+import { checkExempt, type ExemptOption } from './exempt.js';
 import type { ShedError } from './shedResponse.js';
 
 /**
@@ -25,6 +26,17 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
    * Requests wait in its queue like any caller (`maxQueued`, `maxQueueWaitMs`, `queueOrder`, …).
    */
   limiter: Limiter | PartitionedLimiter;
+  /**
+   * Requests let through untouched: never charged on the quota, never given a permit, never
+   * refused, and run outside the request context (health checks, `/metrics`, readiness probes
+   * that must answer under overload). A list of paths (`'/health'`: exactly that path, whatever
+   * its query string; `'/internal/*'`: the prefix and everything under it; at most 1000 paths of
+   * up to 1024 characters, each starting with `/`), or a predicate `(req) => boolean` (only `true`
+   * exempts; a throw propagates as a throw of your own middleware would). The path is the
+   * request's as received (Express: `originalUrl`), not decoded.
+   * @default none: every request is admitted by the limiter
+   */
+  exempt?: ExemptOption;
   /**
    * With a `PartitionedLimiter`: the partition of a request, from the request and (Fastify only) its
    * route pattern (`routeOptions.url`, e.g. `/users/:id`; `undefined` for node:http and Express,
@@ -167,6 +179,8 @@ export interface LoadShedOptions<Ctx = IncomingMessage> {
 /** The checked options. */
 export interface ResolvedShedOptions {
   limiter: Limiter | undefined;
+  /** The test of an exempt request, if any request can be. */
+  exempt: ((req: IncomingMessage) => boolean) | undefined;
   quota: Quota<unknown> | undefined;
   quotaContext: ((req: IncomingMessage) => unknown) | undefined;
   partitioned: PartitionedLimiter | undefined;
@@ -185,6 +199,7 @@ export interface ResolvedShedOptions {
 
 const KEYS = [
   'limiter',
+  'exempt',
   'quota',
   'quotaContext',
   'partition',
@@ -275,8 +290,10 @@ export function resolveShedOptions<Ctx>(options: LoadShedOptions<Ctx>): Resolved
       );
     }
   }
+  const exempt = checkExempt(options.exempt);
   return {
     limiter: partitioned === undefined ? (source as Limiter) : undefined,
+    exempt,
     quota: quota as Quota<unknown> | undefined,
     quotaContext,
     partitioned,

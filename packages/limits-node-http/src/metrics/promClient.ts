@@ -32,17 +32,20 @@ export interface PromMetricConfig {
 /** A prom-client `Gauge`. */
 export interface PromGauge {
   set(labels: PromLabels, value: number): void;
+  reset(): void;
 }
 
 /** A prom-client `Counter`. */
 export interface PromCounter {
   inc(labels: PromLabels, value?: number): void;
+  remove(labels: PromLabels): void;
 }
 
 /** A prom-client `Histogram`. */
 export interface PromHistogram {
-  observe(labels: PromLabels, value: number): void;
+  labels(labels: PromLabels): { observe(value: number): void };
   zero(labels: PromLabels): void;
+  remove(labels: PromLabels): void;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Limiter, PartitionedLimiter } from 'limits-core';
+import type { Limiter, PartitionedLimiter, Quota, RetryBudget, RetryPolicy } from 'limits-core';
 import { formatValue } from 'limits-core/internal';
 
 /** Circuit states of a limits-breaker guard. */
@@ -34,11 +34,40 @@ export interface GuardSource {
 }
 
 /**
- * What {@link registerMetrics} and {@link publishDiagnostics} observe: a limits-core `Limiter`, a
- * `PartitionedLimiter` (each partition is observed, labelled with its name) or a limits-breaker
- * guard (its limiter, plus the circuit for metrics).
+ * What limits' own `loadShed()` returns, as metrics see it: the limiter (or PartitionedLimiter) it
+ * admits requests with, and its quota. Any `loadShed()` satisfies it.
  */
-export type LimitsSource = Limiter | PartitionedLimiter | GuardSource;
+export interface LoadShedSource {
+  (...args: never[]): unknown;
+  /** The limiter requests take their permits from. */
+  readonly limiter: Limiter | PartitionedLimiter;
+  /** The quota judged before the limiter, if any. */
+  readonly quota: QuotaSource | undefined;
+  /** The node:http wrapper (how a loadShed is told from other functions). */
+  readonly wrap: unknown;
+}
+
+/**
+ * What metrics need of a limits-core `Quota`: its axes' names and its `refuse`, `alert` and
+ * `failure` events (limits-redis' quota store sits behind a `Quota`, so its refusals and failures
+ * come through here).
+ */
+export type QuotaSource = Pick<Quota<never>, 'axes' | 'on' | 'off'>;
+
+/** What metrics need of a limits-core `RetryPolicy`: its `retry` and `budget_exhausted` events. */
+export type RetryPolicySource = Pick<RetryPolicy, 'on' | 'off'>;
+
+/** What metrics need of a limits-core `RetryBudget`: the retries it allows now. */
+export type RetryBudgetSource = Pick<RetryBudget, 'available'>;
+
+/**
+ * What {@link registerMetrics}, {@link registerOtelMetrics} and {@link publishDiagnostics} observe:
+ * a limits-core `Limiter`, a `PartitionedLimiter` (each partition is observed, labelled with its
+ * name), a limits-breaker guard (its limiter, plus the circuit) or a `loadShed()` (its limiter, plus
+ * its quota). For `limitFetch`, `limitInterceptor` or a gRPC interceptor, observe the limiter or
+ * guard you gave it.
+ */
+export type LimitsSource = Limiter | PartitionedLimiter | GuardSource | LoadShedSource;
 
 /** One limiter of a source, with its partition name (`undefined` outside a PartitionedLimiter). */
 export interface SourcePart {
@@ -46,19 +75,21 @@ export interface SourcePart {
   readonly limiter: Limiter;
 }
 
-/** A source taken apart: its limiters, and the guard when it is one. */
+/** A source taken apart: its limiters, the guard when it is one, the quota of a loadShed. */
 export interface ResolvedSource {
   readonly parts: readonly SourcePart[];
   /** The PartitionedLimiter, when the source is one (its ledger). */
   readonly partitioned: PartitionedLimiter | undefined;
   readonly guard: GuardSource | undefined;
+  /** The quota of a loadShed source. */
+  readonly quota: QuotaSource | undefined;
 }
 
 /**
  * @internal Takes a source apart, through the public API only (a PartitionedLimiter's partition
  * names come from its ledger and are fixed at construction, so a `partition` label is bounded).
  * Sources are recognised by shape, not `instanceof`, so two installed copies of limits-core work.
- * @throws TypeError naming `where` when `source` is none of the three.
+ * @throws TypeError naming `where` when `source` is none of the four.
  */
 export function resolveSource(where: string, source: unknown): ResolvedSource {
   if (isLimiter(source)) {
@@ -66,6 +97,7 @@ export function resolveSource(where: string, source: unknown): ResolvedSource {
       parts: [{ partition: undefined, limiter: source }],
       partitioned: undefined,
       guard: undefined,
+      quota: undefined,
     };
   }
   if (isPartitioned(source)) {
@@ -73,17 +105,21 @@ export function resolveSource(where: string, source: unknown): ResolvedSource {
       partition,
       limiter: source.partition(partition),
     }));
-    return { parts, partitioned: source, guard: undefined };
+    return { parts, partitioned: source, guard: undefined, quota: undefined };
   }
   if (isGuard(source)) {
     return {
       parts: [{ partition: undefined, limiter: source.limiter }],
       partitioned: undefined,
       guard: source,
+      quota: undefined,
     };
   }
+  if (isLoadShed(source)) {
+    return { ...resolveSource(where, source.limiter), quota: source.quota };
+  }
   throw new TypeError(
-    `limits: ${where} needs a Limiter, a PartitionedLimiter or a guard, got ${formatValue(source)}`,
+    `limits: ${where} needs a Limiter, a PartitionedLimiter, a guard or a loadShed, got ${formatValue(source)}`,
   );
 }
 
@@ -115,4 +151,10 @@ function isGuard(source: unknown): source is GuardSource {
     typeof g.breaker?.on === 'function' &&
     typeof g.breaker.removeListener === 'function'
   );
+}
+
+function isLoadShed(source: unknown): source is LoadShedSource {
+  if (typeof source !== 'function') return false;
+  const s = source as Partial<LoadShedSource>;
+  return s.wrap !== undefined && (isLimiter(s.limiter) || isPartitioned(s.limiter));
 }
