@@ -121,8 +121,8 @@ describe('registerMetrics on a Limiter', () => {
         r === 'queue_full' ? 2 : 0,
       );
     }
-    // Six grants at once: six waits of 0.
-    expect(s.value('limits_queue_wait_seconds_count', db)).toBe(6);
+    // Six grants at once: no wait observed.
+    expect(s.value('limits_queue_wait_seconds_count', db)).toBe(0);
     expect(s.value('limits_queue_wait_seconds_sum', db)).toBe(0);
     expect(s.value('limits_lease_duration_seconds_count', db)).toBe(4);
     expect(s.value('limits_lease_duration_seconds_sum', db)).toBeCloseTo(10.22, 9);
@@ -155,10 +155,10 @@ describe('registerMetrics on a Limiter', () => {
     expect(t.value('limits_queued_bytes', db)).toBe(0);
     expect(t.value('limits_queue_oldest_wait_seconds', db)).toBe(0);
     expect(t.value('limits_requests_total', { ...db, result: 'admitted' })).toBe(7);
-    expect(t.value('limits_queue_wait_seconds_count', db)).toBe(7);
+    expect(t.value('limits_queue_wait_seconds_count', db)).toBe(1);
     expect(t.value('limits_queue_wait_seconds_sum', db)).toBe(1.5);
-    expect(t.value('limits_queue_wait_seconds_bucket', { ...db, le: '1' })).toBe(6);
-    expect(t.value('limits_queue_wait_seconds_bucket', { ...db, le: '2.5' })).toBe(7);
+    expect(t.value('limits_queue_wait_seconds_bucket', { ...db, le: '1' })).toBe(0);
+    expect(t.value('limits_queue_wait_seconds_bucket', { ...db, le: '2.5' })).toBe(1);
     expect(t.value('limits_outcomes_total', { ...db, outcome: 'success' })).toBe(4);
     expect(t.value('limits_outcomes_total', { ...db, outcome: 'ignore' })).toBe(1);
     b.success();

@@ -127,7 +127,7 @@ export const METRICS = Object.freeze({
     'limits.queue.wait',
     's',
     ['partition'],
-    'Time an admitted request waited for its permit (0 when admitted at once).',
+    'Time a request that queued waited for its permit (requests admitted at once are not observed; measured where the limiter times its queue: see the README).',
   ),
   leaseDuration: spec(
     'limiter',

@@ -156,7 +156,9 @@ function partSink(instruments: Instruments, labels: Labels): PartSink {
   return {
     admitted(waitedS) {
       admitted();
-      if (!Number.isNaN(waitedS)) wait(waitedS);
+      // Only requests that queued (a grant at once reports 0; an untimed queue, NaN). Half the
+      // per-call cost of an uncongested limiter: a prom-client observation costs about 200 ns.
+      if (waitedS > 0) wait(waitedS);
     },
     refused,
     released(o, heldS) {
