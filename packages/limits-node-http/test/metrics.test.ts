@@ -500,6 +500,27 @@ describe('registerMetrics refuses bad input before registering anything', () => 
     expect(limiter.listenerCount('release')).toBe(0);
   });
 
+  it('leaves no metric and no listener behind when the client throws half way', () => {
+    const limiter = new Limiter({ limit: 1 });
+    const registry = new Registry();
+    const client = {
+      Gauge: promClient.Gauge,
+      Counter: promClient.Counter,
+      Histogram: class {
+        constructor() {
+          throw new Error('no histograms here');
+        }
+      },
+    };
+    expect(() =>
+      registerMetrics(registry, limiter, { limiter: 'db', client: client as never }),
+    ).toThrow('no histograms here');
+    expect(registry.getMetricsAsArray()).toEqual([]);
+    expect(limiter.listenerCount('release') + limiter.listenerCount('reject')).toBe(0);
+    // The registry is usable afterwards.
+    registerMetrics(registry, limiter, { limiter: 'db' }).close();
+  });
+
   it('refuses a registry that has a metric of the same name from elsewhere', () => {
     const registry = new Registry();
     new promClient.Gauge({ name: 'limits_limit', help: 'not ours', registers: [registry] });

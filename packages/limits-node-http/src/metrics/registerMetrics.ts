@@ -194,7 +194,13 @@ class Families {
     buckets: number[],
   ): MetricsHandle {
     this.#buckets ??= buckets;
-    for (const key of keys) this.#family(client, key);
+    try {
+      for (const key of keys) this.#family(client, key);
+    } catch (error) {
+      // (Only a strange `client` can throw here.) A registry no source uses keeps nothing.
+      if (this.#members.size === 0) this.#removeAll();
+      throw error;
+    }
     const member: Member = { gauges: new Map(), slots: new Map(), histograms: new Map() };
     for (const series of gaugeSeries(observed)) push(member.gauges, series.key, series);
     const instruments: Instruments = {
@@ -293,8 +299,11 @@ class Families {
       const histogram = this.#metrics.get(key) as PromHistogram;
       for (const labels of list) histogram.remove(labels);
     }
-    if (this.#members.size > 0) return;
-    // The last one out: the metrics leave the registry (only our own: someone may have replaced one).
+    if (this.#members.size === 0) this.#removeAll();
+  }
+
+  /** The last one out: the metrics leave the registry (only our own: someone may have replaced one). */
+  #removeAll(): void {
     for (const [key, metric] of this.#metrics) {
       const promName = METRICS[key].prom;
       if (this.#registry.getSingleMetric(promName) === metric) {
