@@ -47,6 +47,7 @@ export type {
   LimitInterceptorOptions,
   RetryAfterEvent,
 } from './interceptor/options.js';
+export type { ExemptOption } from './loadShed/exempt.js';
 export {
   type FastifyInstanceLike,
   type LoadShed,

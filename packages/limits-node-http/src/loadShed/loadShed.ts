@@ -113,6 +113,9 @@ export type LoadShedPlugin = (
  * ever seeing the request; only a request the quota admits asks the limiter. The quota's charge
  * stands when the limiter then refuses (see {@link LoadShedOptions.quota}).
  *
+ * Requests matching `exempt` (health checks, `/metrics`) skip all of this: no quota charge, no
+ * permit, never refused.
+ *
  * @param options - see {@link LoadShedOptions}.
  * @throws TypeError/RangeError for bad options, naming the option.
  * @example
