@@ -28,6 +28,7 @@ const packages = [
   'limits-node-http',
   'limits-redis',
   'limits-lab',
+  'limits-grpc',
 ];
 const started = performance.now();
 const isWindows = process.platform === 'win32';
@@ -107,6 +108,7 @@ try {
       'prom-client@15',
       'undici@7',
       'ioredis@5',
+      '@grpc/grpc-js@1.14.7',
       '@types/node@20',
       'typescript@7.0.2',
     ],
@@ -241,9 +243,10 @@ import { guard } from 'limits-breaker';
 import { limitFetch, loadShed, limitInterceptor, registerMetrics } from 'limits-node-http';
 import { RedisQuotaStore } from 'limits-redis';
 import { renderTimelineSvg, TimelineRecorder } from 'limits-lab';
+import { limitGrpcClient, loadShedGrpc, grpcGuard } from 'limits-grpc';
 import { createRequire } from 'node:module';
 
-for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore, TimelineRecorder, renderTimelineSvg })) {
+for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore, TimelineRecorder, renderTimelineSvg, limitGrpcClient, loadShedGrpc, grpcGuard })) {
   if (typeof f !== 'function') throw new Error(name + ' is not exported');
 }
 {
@@ -252,6 +255,8 @@ for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMet
   const res = await api('data:text/plain,hello');
   if ((await res.text()) !== 'hello' || local.inflight !== 0) throw new Error('limitFetch of a data: URL');
 }
+
+if (typeof limitGrpcClient({ limiter: new Limiter({ limit: 1 }) }) !== 'function') throw new Error('limitGrpcClient');
 
 const limiter = new Limiter({ limit: 2 });
 const g = guard(async (_ctx, x) => x * 2, { limiter, timeoutMs: 1000 });

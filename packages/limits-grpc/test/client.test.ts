@@ -3,7 +3,14 @@ import { guard } from 'limits-breaker';
 import { Limiter, type Outcome } from 'limits-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { grpcGuard, limitGrpcClient } from '../src/index.js';
-import { call, connect, type EchoClientInstance, KINDS, startServer, until } from './support/echo.js';
+import {
+  call,
+  connect,
+  type EchoClientInstance,
+  KINDS,
+  startServer,
+  until,
+} from './support/echo.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -37,11 +44,15 @@ describe('limitGrpcClient', () => {
 
     it(`releases a ${kind} call that ends with a server error as failure, UNAVAILABLE as dropped`, async () => {
       const { client, limiter, outcomes } = await setup();
-      expect((await call(client, kind, { code: status.INTERNAL }).ended).code).toBe(status.INTERNAL);
+      expect((await call(client, kind, { code: status.INTERNAL }).ended).code).toBe(
+        status.INTERNAL,
+      );
       expect((await call(client, kind, { code: status.UNAVAILABLE }).ended).code).toBe(
         status.UNAVAILABLE,
       );
-      expect((await call(client, kind, { code: status.NOT_FOUND }).ended).code).toBe(status.NOT_FOUND);
+      expect((await call(client, kind, { code: status.NOT_FOUND }).ended).code).toBe(
+        status.NOT_FOUND,
+      );
       expect(outcomes).toEqual(['failure', 'dropped', 'success']);
       expect(limiter.inflight).toBe(0);
     });
@@ -68,7 +79,9 @@ describe('limitGrpcClient', () => {
 
     it(`releases a ${kind} call the server cancels (status CANCELLED) as failure`, async () => {
       const { client, limiter, outcomes } = await setup();
-      expect((await call(client, kind, { code: status.CANCELLED }).ended).code).toBe(status.CANCELLED);
+      expect((await call(client, kind, { code: status.CANCELLED }).ended).code).toBe(
+        status.CANCELLED,
+      );
       expect(outcomes).toEqual(['failure']);
       expect(limiter.inflight).toBe(0);
     });
@@ -160,14 +173,16 @@ describe('limitGrpcClient', () => {
   });
 
   it('refuses bad options with the option named', () => {
-    expect(() => limitGrpcClient({} as never)).toThrow(/exactly one of options "limiter" and "guard"/);
+    expect(() => limitGrpcClient({} as never)).toThrow(
+      /exactly one of options "limiter" and "guard"/,
+    );
     expect(() => limitGrpcClient({ limiter: 3 } as never)).toThrow(/option "limiter" must be/);
     expect(() => limitGrpcClient({ limiter: new Limiter(), criticality: 'high' as never })).toThrow(
       /criticality/,
     );
-    expect(() => limitGrpcClient({ limiter: new Limiter(), clasify: () => 'success' } as never)).toThrow(
-      /classify/,
-    );
+    expect(() =>
+      limitGrpcClient({ limiter: new Limiter(), clasify: () => 'success' } as never),
+    ).toThrow(/classify/);
     expect(() => limitGrpcClient({ guard: {} as never })).toThrow(/grpcGuard/);
   });
 });
@@ -182,9 +197,14 @@ describe('limitGrpcClient with a guard', () => {
       resetTimeout: 60_000,
     });
     const client: EchoClientInstance = connect(srv.port, [limitGrpcClient({ guard: breaker })]);
-    cleanups.push(srv.close, () => client.close(), () => breaker.shutdown());
+    cleanups.push(
+      srv.close,
+      () => client.close(),
+      () => breaker.shutdown(),
+    );
     expect((await call(client, 'unary', {}).ended).code).toBe(status.OK);
-    for (let i = 0; i < 3; i++) await call(client, 'serverStream', { code: status.UNAVAILABLE }).ended;
+    for (let i = 0; i < 3; i++)
+      await call(client, 'serverStream', { code: status.UNAVAILABLE }).ended;
     expect(breaker.state).toBe('OPEN');
     const handled = srv.counts.handled;
     const open = await call(client, 'bidi', {}).ended;

@@ -20,11 +20,7 @@ import {
 } from 'limits-core';
 import { classifyStatus, refusalStatus, remainingMs, userOutcome } from '../shared/status.js';
 import type { GrpcAttempt, GrpcCallContext, GrpcCallOutcome, GrpcGuard } from './grpcGuard.js';
-import {
-  type ClientConfig,
-  type LimitGrpcClientOptions,
-  resolveClientOptions,
-} from './options.js';
+import { type ClientConfig, type LimitGrpcClientOptions, resolveClientOptions } from './options.js';
 
 /** A requester's `start` continuation: starts the call below with a listener. */
 type StartNext = (metadata: Metadata, listener: Partial<InterceptingListener>) => void;
@@ -217,12 +213,15 @@ class ClientCall implements PermitRequest, GrpcAttempt {
   #begin(): void {
     this.#phase = 'started';
     const start = this.#startNext as StartNext;
-    start(this.#metadata as Metadata, {
-      onReceiveStatus: (received: StatusObject, next: (status: StatusObject) => void) => {
-        this.#end(received);
-        next(received);
-      },
-    } as Partial<InterceptingListener>);
+    start(
+      this.#metadata as Metadata,
+      {
+        onReceiveStatus: (received: StatusObject, next: (status: StatusObject) => void) => {
+          this.#end(received);
+          next(received);
+        },
+      } as Partial<InterceptingListener>,
+    );
   }
 
   /** The call's status arrived: its outcome goes to the permit (or the guard), once. */

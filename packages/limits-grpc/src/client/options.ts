@@ -1,10 +1,5 @@
 import type { StatusObject } from '@grpc/grpc-js';
-import {
-  CRITICALITIES,
-  type Criticality,
-  type Limiter,
-  type Outcome,
-} from 'limits-core';
+import { CRITICALITIES, type Criticality, type Limiter, type Outcome } from 'limits-core';
 import { checkFunction, checkKeys, checkOneOf, formatValue } from 'limits-core/internal';
 import { type GrpcGuard, isGrpcGuard } from './grpcGuard.js';
 

@@ -1,7 +1,7 @@
 import {
   type Metadata,
-  type ServerInterceptingCallInterface,
   ServerInterceptingCall,
+  type ServerInterceptingCallInterface,
   type ServerInterceptor,
 } from '@grpc/grpc-js';
 import {
@@ -23,6 +23,13 @@ import {
 } from './options.js';
 
 /**
+ * A cancel that arrives this close to the call's deadline (in ms) is the deadline's: the client's
+ * deadline timer started before ours (by the request's one-way trip) and may fire first, resetting
+ * the stream a few ms before our own deadline.
+ */
+const DEADLINE_SLACK_MS = 20;
+
+/**
  * Load shedding at the door of a grpc-js server: a server interceptor (grpc-js ≥ 1.10) that admits
  * each call through a limits-core `Limiter` (or a `PartitionedLimiter`'s partition, or one chosen by
  * a function) before its handler runs, and gives the permit back exactly once, when the call's
@@ -35,7 +42,8 @@ import {
  * Each call says what it is worth: its deadline (from `grpc-timeout`) is its admission deadline,
  * and its criticality is read from the `criticalityKey` metadata. The outcome reported to the
  * limiter is the status code's ({@link classifyStatus}) unless `classify` says otherwise; a call
- * the client cancelled is `ignore`, one whose deadline passed before its status was sent `dropped`.
+ * the client cancelled is `ignore`, one whose deadline passed before its status was sent (or which the client cancelled less than
+ * 20 ms before it: the client's deadline timer) `dropped`.
  *
  * @param options - see {@link LoadShedGrpcOptions}.
  * @returns the interceptor, for the server's `interceptors` option.
@@ -165,9 +173,7 @@ class ShedCall implements PermitRequest {
       this.#ticket?.cancel(new Error('limits: the call was cancelled while queued'));
       return;
     }
-    const deadline = this.call.getDeadline();
-    const expired = deadline !== Number.POSITIVE_INFINITY && remainingMs(deadline) === 0;
-    this.#end(expired ? 'dropped' : 'ignore');
+    this.#end(remainingMs(this.call.getDeadline()) <= DEADLINE_SLACK_MS ? 'dropped' : 'ignore');
   }
 
   #outcome(status: PartialStatusObject): Outcome {

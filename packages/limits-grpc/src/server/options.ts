@@ -2,6 +2,7 @@ import type { Metadata, ServerInterceptingCall } from '@grpc/grpc-js';
 
 /** A status as a server sends it (grpc-js' `PartialStatusObject`). */
 export type PartialStatusObject = Parameters<ServerInterceptingCall['sendStatus']>[0];
+
 import type { Limiter, Outcome, PartitionedLimiter } from 'limits-core';
 import { checkFunction, checkKeys, checkString, formatValue } from 'limits-core/internal';
 
@@ -85,9 +86,7 @@ export function resolveServerOptions(options: LoadShedGrpcOptions): ServerConfig
   const isFunction = typeof source === 'function';
   if (
     !isFunction &&
-    (source === null ||
-      typeof source !== 'object' ||
-      !(isLimiter(source) || isPartitioned(source)))
+    (source === null || typeof source !== 'object' || !(isLimiter(source) || isPartitioned(source)))
   ) {
     throw new TypeError(
       `limits: option "limiter" must be a Limiter, a PartitionedLimiter or a function (method, metadata) => Limiter | undefined, got ${formatValue(source)}`,

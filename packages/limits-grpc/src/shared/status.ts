@@ -72,8 +72,8 @@ export function refusalStatus(error: Refusal): StatusObject {
       : error.code === 'CALL_TIMEOUT'
         ? 'timeout'
         : typeof error.reason === 'string' && /^[a-z_]{1,20}$/.test(error.reason)
-        ? error.reason
-        : 'unknown';
+          ? error.reason
+          : 'unknown';
   const retryAfterMs = error.retryAfterMs;
   if (typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
     metadata.set(RETRY_PUSHBACK_KEY, String(Math.ceil(retryAfterMs)));

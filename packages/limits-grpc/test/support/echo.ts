@@ -7,17 +7,27 @@
 import {
   type CallOptions,
   type Client,
-  type Interceptor,
-  makeGenericClientConstructor,
-  Metadata,
-  Server,
-  type ServerInterceptor,
-  type ServiceDefinition,
-  ServerCredentials,
   credentials,
-  status,
+  type Interceptor,
+  Metadata,
+  makeGenericClientConstructor,
+  Server,
+  ServerCredentials,
+  type ServerDuplexStream,
+  type ServerInterceptor,
+  type ServerReadableStream,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceDefinition,
   type ServiceError,
+  type sendUnaryData,
+  status,
 } from '@grpc/grpc-js';
+
+/** The echo's answer: a counter. */
+export interface Reply {
+  n: number;
+}
 
 export interface EchoRequest {
   delayMs?: number;
@@ -35,8 +45,18 @@ const json = {
 
 export const echoService = {
   unary: { path: '/test.Echo/Unary', requestStream: false, responseStream: false, ...json },
-  serverStream: { path: '/test.Echo/ServerStream', requestStream: false, responseStream: true, ...json },
-  clientStream: { path: '/test.Echo/ClientStream', requestStream: true, responseStream: false, ...json },
+  serverStream: {
+    path: '/test.Echo/ServerStream',
+    requestStream: false,
+    responseStream: true,
+    ...json,
+  },
+  clientStream: {
+    path: '/test.Echo/ClientStream',
+    requestStream: true,
+    responseStream: false,
+    ...json,
+  },
   bidi: { path: '/test.Echo/Bidi', requestStream: true, responseStream: true, ...json },
 } as unknown as ServiceDefinition;
 
@@ -77,9 +97,11 @@ export async function startServer(
     };
   };
   server.addService(echoService, {
-    unary(call: any, callback: any) {
+    unary(call: ServerUnaryCall<EchoRequest, Reply>, callback: sendUnaryData<Reply>) {
       const end = begin();
       call.on('cancelled', end);
+      // (A call cancelled before its handler ran: grpc-js emitted `cancelled` already.)
+      if (call.cancelled) end();
       const r: EchoRequest = call.request ?? {};
       if (r.hang) return;
       later(r.delayMs, () => {
@@ -88,9 +110,11 @@ export async function startServer(
         else callback(null, { n: 1 });
       });
     },
-    serverStream(call: any) {
+    serverStream(call: ServerWritableStream<EchoRequest, Reply>) {
       const end = begin();
       call.on('cancelled', end);
+      // (A call cancelled before its handler ran: grpc-js emitted `cancelled` already.)
+      if (call.cancelled) end();
       const r: EchoRequest = call.request ?? {};
       if (r.hang) return;
       for (let i = 0; i < (r.count ?? 2); i++) call.write({ n: i });
@@ -100,9 +124,11 @@ export async function startServer(
         else call.end();
       });
     },
-    clientStream(call: any, callback: any) {
+    clientStream(call: ServerReadableStream<EchoRequest, Reply>, callback: sendUnaryData<Reply>) {
       const end = begin();
       call.on('cancelled', end);
+      // (A call cancelled before its handler ran: grpc-js emitted `cancelled` already.)
+      if (call.cancelled) end();
       let first: EchoRequest | undefined;
       let n = 0;
       call.on('data', (r: EchoRequest) => {
@@ -119,9 +145,11 @@ export async function startServer(
         });
       });
     },
-    bidi(call: any) {
+    bidi(call: ServerDuplexStream<EchoRequest, Reply>) {
       const end = begin();
       call.on('cancelled', end);
+      // (A call cancelled before its handler ran: grpc-js emitted `cancelled` already.)
+      if (call.cancelled) end();
       let first: EchoRequest | undefined;
       let n = 0;
       call.on('data', (r: EchoRequest) => {
@@ -156,11 +184,14 @@ export async function startServer(
   };
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: grpc-js types a generic client's methods as untyped functions.
 export type EchoClientInstance = Client & Record<Kind, (...args: unknown[]) => any>;
 
 export function connect(port: number, interceptors: Interceptor[] = []): EchoClientInstance {
   return new EchoClient(`127.0.0.1:${port}`, credentials.createInsecure(), {
     interceptors,
+    // Its connection closes with the client (the global pool keeps it for a while).
+    'grpc.use_local_subchannel_pool': 1,
   }) as unknown as EchoClientInstance;
 }
 
