@@ -70,7 +70,9 @@ describe('limitGrpcClient', () => {
 
     it(`releases a ${kind} call whose deadline passes while it runs as dropped`, async () => {
       const { srv, client, limiter, outcomes } = await setup();
-      const ended = await call(client, kind, { hang: true }, { deadline: Date.now() + 80 }).ended;
+      const c = call(client, kind, { hang: true }, { deadline: Date.now() + 300 });
+      await until(() => srv.counts.handled === 1);
+      const ended = await c.ended;
       expect(ended.code).toBe(status.DEADLINE_EXCEEDED);
       expect(outcomes).toEqual(['dropped']);
       expect(limiter.inflight).toBe(0);

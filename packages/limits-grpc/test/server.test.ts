@@ -54,8 +54,9 @@ describe('loadShedGrpc', () => {
 
     it(`releases a ${kind} call whose deadline passes in its handler as dropped`, async () => {
       const { srv, client, limiter, outcomes } = await setup();
-      const ended = await call(client, kind, { hang: true }, { deadline: Date.now() + 80 }).ended;
-      expect(ended.code).toBe(status.DEADLINE_EXCEEDED);
+      const c = call(client, kind, { hang: true }, { deadline: Date.now() + 300 });
+      await until(() => srv.counts.handled === 1);
+      expect((await c.ended).code).toBe(status.DEADLINE_EXCEEDED);
       await until(() => outcomes.length === 1);
       expect(outcomes).toEqual(['dropped']);
       expect(limiter.inflight).toBe(0);

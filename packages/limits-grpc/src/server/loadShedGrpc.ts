@@ -23,11 +23,13 @@ import {
 } from './options.js';
 
 /**
- * A cancel that arrives this close to the call's deadline (in ms) is the deadline's: the client's
- * deadline timer started before ours (by the request's one-way trip) and may fire first, resetting
- * the stream a few ms before our own deadline.
+ * A cancel that arrives this close to the call's deadline is the deadline's: the client's deadline
+ * timer started before ours (by the request's trip, longer on a busy machine) and may fire first,
+ * resetting the stream before our own deadline. The slack is the larger of 20 ms and a tenth of the
+ * call's time limit as it arrived.
  */
 const DEADLINE_SLACK_MS = 20;
+const DEADLINE_SLACK_SHARE = 0.1;
 
 /**
  * Load shedding at the door of a grpc-js server: a server interceptor (grpc-js ≥ 1.10) that admits
@@ -43,7 +45,7 @@ const DEADLINE_SLACK_MS = 20;
  * and its criticality is read from the `criticalityKey` metadata. The outcome reported to the
  * limiter is the status code's ({@link classifyStatus}) unless `classify` says otherwise; a call
  * the client cancelled is `ignore`, one whose deadline passed before its status was sent (or which the client cancelled less than
- * 20 ms before it: the client's deadline timer) `dropped`.
+ * 20 ms, or a tenth of its time limit, before it: the client's deadline timer) `dropped`.
  *
  * @param options - see {@link LoadShedGrpcOptions}.
  * @returns the interceptor, for the server's `interceptors` option.
@@ -88,6 +90,8 @@ class ShedCall implements PermitRequest {
   #phase: 'new' | 'waiting' | 'admitted' | 'ended' = 'new';
   #permit: Permit | undefined;
   #ticket: QueueTicket | undefined;
+  /** The call's time limit in ms when its metadata arrived (`Infinity`: none). */
+  #timeoutMs = Number.POSITIVE_INFINITY;
   /** Passes the metadata on to the handler (the listener's `next`). */
   #admit: (() => void) | undefined;
 
@@ -128,6 +132,7 @@ class ShedCall implements PermitRequest {
 
   #acquireOptions(metadata: Metadata): AcquireOptions | undefined {
     const timeoutMs = remainingMs(this.call.getDeadline());
+    this.#timeoutMs = timeoutMs;
     const key = this.config.criticalityKey;
     const criticality = key === undefined ? undefined : parseCriticality(metadata.get(key)[0]);
     if (timeoutMs === Number.POSITIVE_INFINITY && criticality === undefined) return undefined;
@@ -173,7 +178,9 @@ class ShedCall implements PermitRequest {
       this.#ticket?.cancel(new Error('limits: the call was cancelled while queued'));
       return;
     }
-    this.#end(remainingMs(this.call.getDeadline()) <= DEADLINE_SLACK_MS ? 'dropped' : 'ignore');
+    const left = remainingMs(this.call.getDeadline());
+    const slackMs = Math.max(DEADLINE_SLACK_MS, DEADLINE_SLACK_SHARE * this.#timeoutMs);
+    this.#end(left !== Number.POSITIVE_INFINITY && left <= slackMs ? 'dropped' : 'ignore');
   }
 
   #outcome(status: PartialStatusObject): Outcome {
