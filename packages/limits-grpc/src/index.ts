@@ -11,5 +11,5 @@ export {
 export { limitGrpcClient } from './client/limitGrpcClient.js';
 export type { LimitGrpcClientOptions } from './client/options.js';
 export { loadShedGrpc } from './server/loadShedGrpc.js';
-export type { LoadShedGrpcOptions } from './server/options.js';
+export type { LoadShedGrpcOptions, PartialStatusObject } from './server/options.js';
 export { classifyStatus, RETRY_PUSHBACK_KEY, refusalStatus } from './shared/status.js';
