@@ -5,10 +5,10 @@
 //    each tarball: LICENSE, README.md and dist/ are in it, no source map, no `workspace:` range, and
 //    limits-core is a peer with a range of the others, never a dependency.
 // 2. A scratch project in another temp dir: `npm install <the tarballs> opossum@9 prom-client@15
-//    undici@7 ioredis@5 @types/node@20 typescript@7.0.2`.
+//    undici@7 ioredis@5 @grpc/grpc-js@1.14.7 @types/node@20 typescript@7.0.2`.
 // 3. `tsc` typechecks an index.ts that imports limits-core and limits-breaker and uses their types,
 //    WITHOUT @types/node (`"types": []`) and without skipLibCheck, so their published .d.ts files must
-//    stand on their own; then a node.ts that uses limits-node-http and limits-redis (Node-only
+//    stand on their own; then a node.ts that uses limits-node-http, limits-redis and limits-grpc (Node-only
 //    packages: their types name node:http's and ioredis's, so this one has @types/node).
 // 4. Node runs an .mjs that imports every package (ESM), makes one guarded call and one limited fetch
 //    of a data: URL, then `require()`s them (ESM-only packages: works where Node has require(esm),
@@ -208,6 +208,8 @@ export async function call(): Promise<[number, GuardStats, LimiterSnapshot]> {
 import { Limiter, MemoryQuotaStore, Quota, type QuotaResult } from 'limits-core';
 import { limitFetch, limitInterceptor, loadShed, registerMetrics, retryAfterMs } from 'limits-node-http';
 import { RedisQuotaStore } from 'limits-redis';
+import { Server, type Interceptor } from '@grpc/grpc-js';
+import { limitGrpcClient, loadShedGrpc } from 'limits-grpc';
 import { Agent } from 'undici';
 import { Registry } from 'prom-client';
 
@@ -227,6 +229,8 @@ const quota = new Quota({
 });
 export const judged: Promise<QuotaResult> = quota.consume('acct-1');
 export type Store = RedisQuotaStore;
+export const grpcClient: Interceptor = limitGrpcClient({ limiter, criticality: 'sheddable' });
+export const grpcServer = new Server({ interceptors: [loadShedGrpc({ limiter })] });
 `,
   );
   sh(
