@@ -215,6 +215,29 @@ describe('limitGrpcClient with a guard', () => {
     expect(srv.counts.handled).toBe(handled);
   });
 
+  it('answers a call cancelled while queued in the guard at once; its turn never starts it', async () => {
+    const srv = await startServer();
+    const breaker = grpcGuard(guard, { limiter: { limit: 1, maxQueued: 5 } });
+    const client = connect(srv.port, [limitGrpcClient({ guard: breaker })]);
+    cleanups.push(
+      srv.close,
+      () => client.close(),
+      () => breaker.shutdown(),
+    );
+    const first = call(client, 'bidi', { hang: true });
+    await until(() => srv.counts.handled === 1);
+    const queued = call(client, 'unary', {});
+    await until(() => breaker.stats().limiter.queued === 1);
+    queued.cancel();
+    const ended = await queued.ended;
+    expect(ended.code).toBe(status.CANCELLED);
+    first.cancel();
+    await first.ended;
+    // The guard's queue hands the permit to the cancelled call, which gives it back unstarted.
+    expect((await call(client, 'unary', {}).ended).code).toBe(status.OK);
+    expect(srv.counts.handled).toBe(2);
+  });
+
   it('refuses guard options it sets itself', () => {
     expect(() => grpcGuard(guard, { fallback: () => 1 } as never)).toThrow(/fallback/);
     expect(() => grpcGuard(guard, { timeoutMs: 5 } as never)).toThrow(/attemptTimeoutMs/);
