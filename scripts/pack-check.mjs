@@ -5,10 +5,10 @@
 //    each tarball: LICENSE, README.md and dist/ are in it, no source map, no `workspace:` range, and
 //    limits-core is a peer with a range of the others, never a dependency.
 // 2. A scratch project in another temp dir: `npm install <the tarballs> opossum@9 prom-client@15
-//    undici@7 ioredis@5 @types/node@20 typescript@7.0.2`.
+//    undici@7 ioredis@5 @grpc/grpc-js@1.14.7 @types/node@20 typescript@7.0.2`.
 // 3. `tsc` typechecks an index.ts that imports limits-core and limits-breaker and uses their types,
 //    WITHOUT @types/node (`"types": []`) and without skipLibCheck, so their published .d.ts files must
-//    stand on their own; then a node.ts that uses limits-node-http and limits-redis (Node-only
+//    stand on their own; then a node.ts that uses limits-node-http, limits-redis and limits-grpc (Node-only
 //    packages: their types name node:http's and ioredis's, so this one has @types/node).
 // 4. Node runs an .mjs that imports every package (ESM), makes one guarded call and one limited fetch
 //    of a data: URL, then `require()`s them (ESM-only packages: works where Node has require(esm),
@@ -28,6 +28,7 @@ const packages = [
   'limits-node-http',
   'limits-redis',
   'limits-lab',
+  'limits-grpc',
 ];
 const started = performance.now();
 const isWindows = process.platform === 'win32';
@@ -107,6 +108,7 @@ try {
       'prom-client@15',
       'undici@7',
       'ioredis@5',
+      '@grpc/grpc-js@1.14.7',
       '@types/node@20',
       'typescript@7.0.2',
     ],
@@ -206,6 +208,8 @@ export async function call(): Promise<[number, GuardStats, LimiterSnapshot]> {
 import { Limiter, MemoryQuotaStore, Quota, type QuotaResult } from 'limits-core';
 import { limitFetch, limitInterceptor, loadShed, registerMetrics, retryAfterMs } from 'limits-node-http';
 import { RedisQuotaStore } from 'limits-redis';
+import { Server, type Interceptor } from '@grpc/grpc-js';
+import { limitGrpcClient, loadShedGrpc } from 'limits-grpc';
 import { Agent } from 'undici';
 import { Registry } from 'prom-client';
 
@@ -225,6 +229,8 @@ const quota = new Quota({
 });
 export const judged: Promise<QuotaResult> = quota.consume('acct-1');
 export type Store = RedisQuotaStore;
+export const grpcClient: Interceptor = limitGrpcClient({ limiter, criticality: 'sheddable' });
+export const grpcServer = new Server({ interceptors: [loadShedGrpc({ limiter })] });
 `,
   );
   sh(
@@ -241,9 +247,10 @@ import { guard } from 'limits-breaker';
 import { limitFetch, loadShed, limitInterceptor, registerMetrics } from 'limits-node-http';
 import { RedisQuotaStore } from 'limits-redis';
 import { renderTimelineSvg, TimelineRecorder } from 'limits-lab';
+import { limitGrpcClient, loadShedGrpc, grpcGuard } from 'limits-grpc';
 import { createRequire } from 'node:module';
 
-for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore, TimelineRecorder, renderTimelineSvg })) {
+for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMetrics, RedisQuotaStore, TimelineRecorder, renderTimelineSvg, limitGrpcClient, loadShedGrpc, grpcGuard })) {
   if (typeof f !== 'function') throw new Error(name + ' is not exported');
 }
 {
@@ -252,6 +259,8 @@ for (const [name, f] of Object.entries({ loadShed, limitInterceptor, registerMet
   const res = await api('data:text/plain,hello');
   if ((await res.text()) !== 'hello' || local.inflight !== 0) throw new Error('limitFetch of a data: URL');
 }
+
+if (typeof limitGrpcClient({ limiter: new Limiter({ limit: 1 }) }) !== 'function') throw new Error('limitGrpcClient');
 
 const limiter = new Limiter({ limit: 2 });
 const g = guard(async (_ctx, x) => x * 2, { limiter, timeoutMs: 1000 });

@@ -54,13 +54,15 @@ async function stop(proc) {
 /**
  * Runs one strategy; resolves with its raw records and the children's reports.
  * @param {string} name - a strategy of strategies.mjs
- * @param {{ beforeS: number, spikeS: number, afterS: number, rate?: number, onTick?: (s: number) => void }} o
+ * @param {{ beforeS: number, spikeS: number, afterS: number, rate?: number, onTick?: (s: number) => void, downstream?: string, app?: string }} o
+ *   `downstream`, `app`: the children's scripts (a file URL, or a file of this folder), with the
+ *   protocols of downstream.mjs and app.mjs (the defaults)
  */
 export async function runStrategy(name, o) {
   const rate = o.rate ?? 100;
-  const downstream = child('downstream.mjs', []);
+  const downstream = child(o.downstream ?? 'downstream.mjs', []);
   const downstreamPort = await downstream.ready;
-  const app = child('app.mjs', [name, String(downstreamPort)]);
+  const app = child(o.app ?? 'app.mjs', [name, String(downstreamPort)]);
   let appPort;
   try {
     appPort = await app.ready;
