@@ -3,7 +3,7 @@ import type { SimResult } from '../sim/SimResult.js';
 import { COLUMNS } from './format.js';
 import type { RunInfo } from './RunInfo.js';
 
-const escape = (text: string) =>
+const escapeHtml = (text: string) =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /**
@@ -13,9 +13,9 @@ const escape = (text: string) =>
  * Deterministic: no date, no path, the same results give the same bytes.
  */
 export function renderHtmlReport(results: readonly SimResult[], info: RunInfo): string {
-  const head = COLUMNS.map(([h]) => `<th>${escape(h)}</th>`).join('');
+  const head = COLUMNS.map(([h]) => `<th>${escapeHtml(h)}</th>`).join('');
   const rows = results
-    .map((r) => `<tr>${COLUMNS.map(([, cell]) => `<td>${escape(cell(r))}</td>`).join('')}</tr>`)
+    .map((r) => `<tr>${COLUMNS.map(([, cell]) => `<td>${escapeHtml(cell(r))}</td>`).join('')}</tr>`)
     .join('\n');
   const charts = results
     .filter((r) => r.timeline !== undefined)
@@ -24,7 +24,7 @@ export function renderHtmlReport(results: readonly SimResult[], info: RunInfo): 
         `<figure>${renderTimelineSvg([{ name: r.name, timeline: r.timeline as NonNullable<SimResult['timeline']> }], { title: r.name, width: 640 })}</figure>`,
     )
     .join('\n');
-  const title = escape(`${info.title} — limits-lab`);
+  const title = escapeHtml(`${info.title} — limits-lab`);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -40,8 +40,8 @@ figure { margin: 0; }
 </style>
 </head>
 <body>
-<h1>${escape(info.title)}</h1>
-<p>${escape(`${info.loop}, seed ${info.seed}`)}</p>
+<h1>${escapeHtml(info.title)}</h1>
+<p>${escapeHtml(`${info.loop}, seed ${info.seed}`)}</p>
 <table>
 <thead><tr>${head}</tr></thead>
 <tbody>

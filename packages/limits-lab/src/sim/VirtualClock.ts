@@ -58,7 +58,7 @@ export class VirtualClock implements Clock {
 
   /** Schedules `event` at virtual time `atMs` (not before now). */
   schedule(atMs: number, event: SimEvent): void {
-    const at = atMs > this.#now ? atMs : this.#now;
+    const at = Math.max(atMs, this.#now);
     const order = this.#seq++;
     const times = this.#at;
     const orders = this.#order;
