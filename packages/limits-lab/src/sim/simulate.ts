@@ -171,8 +171,18 @@ export function simulate(options: SimulateOptions): SimResult {
     options.onCall,
     Number.isNaN(durationMs) ? Number.POSITIVE_INFINITY : durationMs,
   );
-  if (closed === undefined) run.openLoop(iterator);
-  else run.closedLoop(iterator, closed);
+  // Refusals are LimitExceededErrors, and capturing their stacks took 80 % of a run that refuses
+  // most requests (Vegas refusing 83 % of 100,000 arrivals: 930 ms → 300 ms). Nobody reads those
+  // stacks here (an error thrown by the downstream model has none either); the limit is restored
+  // however the run ends.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    if (closed === undefined) run.openLoop(iterator);
+    else run.closedLoop(iterator, closed);
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
   const span = Number.isNaN(durationMs) || durationMs === Infinity ? clock.now() : durationMs;
   let timeline: SimResult['timeline'];
   if (recorder !== undefined) {
