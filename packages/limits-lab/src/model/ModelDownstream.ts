@@ -1,5 +1,5 @@
 import type { CallOutcome, Downstream, DownstreamCall } from '../traffic.js';
-import type { ModelDownstreamSpec, ModelSpike } from './Model.js';
+import type { ModelDownstreamSpec, ModelSpike, parseModel } from './Model.js';
 
 /**
  * The downstream a model describes, as a {@link Downstream}: a call started at `t` with `n` calls
@@ -12,6 +12,7 @@ import type { ModelDownstreamSpec, ModelSpike } from './Model.js';
 export class ModelDownstream implements Downstream {
   readonly #spec: ModelDownstreamSpec;
 
+  /** @param spec - a checked model's `downstream` ({@link parseModel}). */
   constructor(spec: ModelDownstreamSpec) {
     this.#spec = spec;
   }
@@ -21,6 +22,7 @@ export class ModelDownstream implements Downstream {
     return this.#spec.spikes.map((s) => ({ fromMs: s.fromMs, toMs: s.toMs }));
   }
 
+  /** How the downstream answers a call started at `atMs` with `concurrency` calls in flight (itself included). */
   call(atMs: number, concurrency: number, random: () => number): DownstreamCall {
     const spec = this.#spec;
     const spike = spikeAt(spec.spikes, atMs);

@@ -54,11 +54,13 @@ export class LatencyHistogram {
 
   /**
    * The `q` quantile (0 < q ≤ 1) by nearest rank, in ms: the lowest latency recorded in the bucket
-   * holding the `ceil(q × count)`-th smallest one. `NaN` when none was recorded.
+   * holding the `ceil(q × count)`-th smallest one (the largest itself for the last rank). `NaN` when
+   * none was recorded.
    */
   quantile(q: number): number {
     if (this.#count === 0) return Number.NaN;
     const rank = Math.max(1, Math.ceil(q * this.#count));
+    if (rank >= this.#count) return this.#max;
     let seen = this.#zero;
     if (seen >= rank) return this.#min;
     const counts = this.#counts;

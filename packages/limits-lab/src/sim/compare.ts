@@ -5,7 +5,9 @@ import { type LimiterEnv, type SimulateOptions, simulate } from './simulate.js';
 
 /** A configuration {@link compare} runs: a name and the limiter's options (or how to build them). */
 export interface SimConfig {
+  /** Its name in the results. */
   name: string;
+  /** See {@link SimulateOptions.limiter}. */
   limiter: LimiterOptions | ((env: LimiterEnv) => LimiterOptions);
   /** See {@link SimulateOptions.deadlineAdmission}. */
   deadlineAdmission?: boolean;

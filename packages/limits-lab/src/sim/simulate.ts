@@ -27,7 +27,10 @@ export interface LimiterEnv {
   random: () => number;
 }
 
-/** A closed loop: `clients` callers, each sending its next request when the previous one ends. */
+/**
+ * A closed loop: `clients` callers, each sending its next request when the previous one ends. The run
+ * ends when the requests run out or `durationMs` passes: an endless source needs `durationMs`.
+ */
 export interface ClosedLoop {
   /** Callers, an integer in [1, 1,000,000]. */
   clients: number;
@@ -129,8 +132,7 @@ const ALGORITHM_STREAM = 0x9e3779b9;
  * ```
  */
 export function simulate(options: SimulateOptions): SimResult {
-  checkKeys('simulate', options, OPTION_KEYS);
-  checkObject('options', options);
+  checkKeys('simulate', options ?? null, OPTION_KEYS);
   const downstream = options.downstream;
   if (
     typeof downstream !== 'object' ||

@@ -1,6 +1,6 @@
 import type { SimResult } from '../sim/SimResult.js';
 
-/** What a tuning run can optimise or bound. */
+/** What a tuning run can optimise or bound: each metric read from a result. */
 export const METRICS = {
   goodput: (r: SimResult) => r.goodputPerS,
   inbudget: (r: SimResult) => r.goodputInBudgetPerS,
@@ -19,15 +19,21 @@ export type Metric = keyof typeof METRICS;
 
 /** A bound on a metric, e.g. `p99<=500`. */
 export interface Constraint {
+  /** The bounded metric. */
   metric: Metric;
+  /** How it compares with `value`. */
   op: '<=' | '>=' | '<' | '>';
+  /** The bound, in the metric's unit. */
   value: number;
 }
 
 /** What `--tune` looks for: the best `metric` in `direction` among results meeting every constraint. */
 export interface Objective {
+  /** Whether more or less of `metric` is better. */
   direction: 'max' | 'min';
+  /** The metric to optimise. */
   metric: Metric;
+  /** Bounds every candidate must meet. */
   constraints: Constraint[];
   /** The objective as written. */
   text: string;

@@ -21,6 +21,7 @@ export interface TuneOptions {
 export interface TuneTrial {
   /** Its configuration spec (the `--config` that reruns it). */
   spec: string;
+  /** What it did. */
   result: SimResult;
   /** It meets every bound of the objective. */
   feasible: boolean;
@@ -30,7 +31,9 @@ export interface TuneTrial {
 
 /** What {@link tune} found. */
 export interface TuneResult {
+  /** The objective, parsed. */
   objective: Objective;
+  /** A whole or sampled grid, or a random search. */
   mode: 'grid' | 'random';
   /** Every candidate, in the order run. */
   trials: TuneTrial[];
