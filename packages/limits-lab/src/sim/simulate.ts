@@ -4,7 +4,6 @@ import {
   type LimitExceededError,
   Limiter,
   type LimiterOptions,
-  type Limiter as LimiterType,
   type Permit,
   type PermitRequest,
   REJECT_REASONS,
@@ -282,7 +281,7 @@ class Send implements SimEvent {
 
 /** The state of one run: the limiter, the calls outstanding, and the measures. */
 class Run {
-  readonly #limiter: LimiterType;
+  readonly #limiter: Limiter;
   readonly #clock: VirtualClock;
   readonly #downstream: Downstream;
   readonly #random: () => number;
@@ -314,7 +313,7 @@ class Run {
   #exhausted = false;
 
   constructor(
-    limiter: LimiterType,
+    limiter: Limiter,
     clock: VirtualClock,
     downstream: Downstream,
     random: () => number,
