@@ -15,7 +15,7 @@ export interface LatencySpike {
  * `latency(t, n) = base(t) × max(1, n / knee)^exponent`, jittered, with outcome rates per time bucket.
  */
 export interface DownstreamFit {
-  /** The first bucket's start, in the trace's ms (the first record's `startMs`). */
+  /** The first bucket's start, in the trace's ms (the first record's `startMs`, down to a multiple of 250). */
   originMs: number;
   /** Bucket width, ms: 250, doubled as often as needed to keep at most 4,096 buckets. */
   bucketMs: number;

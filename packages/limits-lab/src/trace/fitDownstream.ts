@@ -85,7 +85,7 @@ export function fitDownstream(records: Iterable<TraceRecord>): FittedTrace {
       );
     }
     lastStartMs = startMs;
-    buckets ??= new TraceBuckets(startMs, BUCKET_MS);
+    buckets ??= new TraceBuckets(Math.floor(startMs / BUCKET_MS) * BUCKET_MS, BUCKET_MS);
     counts[outcome]++;
     i++;
     if (outcome === 'refused') {

@@ -36,15 +36,17 @@ export function harEntries(text: string, file: string): RawEntry[] {
     doc = JSON.parse(text);
   } catch (error) {
     const why = (error as Error).message;
-    const at = /position (\d+)/.exec(why);
-    const line = at === null ? '' : `:${lineAt(text, Number(at[1]))}`;
-    throw new SyntaxError(`limits: ${file}${line}: invalid JSON (a truncated file?): ${why}`);
+    const at = positionOf(why, text);
+    const line = at === undefined ? '' : `:${lineAt(text, at)}`;
+    const truncated =
+      /end of JSON input/.test(why) || at === text.trimEnd().length ? ' (a truncated file?)' : '';
+    throw new SyntaxError(`limits: ${file}${line}: invalid JSON${truncated}: ${why}`);
   }
   const log = (doc as { log?: unknown } | null)?.log;
   const entries = (log as { entries?: unknown } | null | undefined)?.entries;
   if (!Array.isArray(entries)) {
     throw new TypeError(
-      `limits: ${file}: field "log.entries" must be an array (is this a HAR file?), got ${formatValue(entries)}`,
+      `limits: ${file}: field "log.entries" must be an array (is this a HAR file?), got ${entries === undefined ? 'nothing' : formatValue(entries)}`,
     );
   }
   return entries.map((entry: unknown, i) => {
@@ -66,6 +68,31 @@ export function harEntries(text: string, file: string): RawEntry[] {
       names: HAR_NAMES,
     };
   });
+}
+
+/**
+ * Where `JSON.parse` stopped, from its message: `at position N`, or the context it quotes around an
+ * unexpected token (10 characters either side, cut with `...`). `undefined` when it does not say (a
+ * short document, quoted whole, or the end of the input).
+ * Its text reads `Unexpected token 'x', ..."context"... is not valid JSON`, the dots where it is cut.
+ */
+function positionOf(why: string, text: string): number | undefined {
+  const at = /at position (\d+)/.exec(why);
+  if (at !== null) return Number(at[1]);
+  const quoted = /^Unexpected token .*?, (\.\.\.)?"([\s\S]*)"(\.\.\.)? is not valid JSON$/.exec(
+    why,
+  );
+  if (quoted === null) return undefined;
+  const [, lead, context, trail] = quoted as unknown as [
+    string,
+    string | undefined,
+    string,
+    string | undefined,
+  ];
+  if (lead === undefined && trail === undefined) return undefined;
+  if (lead === undefined) return context.length - 10;
+  const from = text.indexOf(context);
+  return from === -1 ? undefined : from + 10;
 }
 
 function lineAt(text: string, position: number): number {
