@@ -123,6 +123,7 @@ describe('fitDownstream recovers a known downstream from a synthetic trace', () 
     expect(fit.overloadRate.slice(8, 12)).toEqual([0, 0, 0, 0]); // the gap repeats the last bucket
     expect(fit.failureRate.slice(12)).toEqual([0.2, 0.2, 0.2, 0.2]);
     expect(fit.baseMs.every((v) => Math.abs(v - 5) < 1e-9)).toBe(true);
+    expect(fit.knee).toBe(Number.POSITIVE_INFINITY); // every call took 5 ms, whatever the concurrency
     expect(report).toMatch(
       /failure 6\.7 % \(highest 20\.0 % at 3\.00 s\), overload 1\.7 % \(highest 20\.0 % at 1\.00 s\)/,
     );

@@ -109,7 +109,9 @@ export class KneeRegression {
     for (let k = 0; k < LOG_KNEES.length; k++) {
       const wxx = this.#wxx[k] as number;
       const wxy = this.#wxy[k] as number;
-      if (!(wxx > 1e-9) || !(wxy > 0)) continue;
+      // No spread of concurrency, no rise with it, or nothing within the buckets to explain (every
+      // call of a bucket as long as the others): rounding, not an effect.
+      if (!(wxx > 1e-9) || !(wxy > 1e-9 * wxx) || !(this.#wyy > 1e-12 * this.#count)) continue;
       const sse = this.#wyy - (wxy * wxy) / wxx;
       if (sse < bestSse) {
         best = k;
