@@ -3,13 +3,16 @@
 // beyond — and two routes:
 //   /internal   2 ms of timer work (a route that does not use the dependency)
 //   /external   one call to the downstream through the strategy given as argv[2] (strategies.mjs):
-//               200 with `x-source: live` or `x-source: fallback`, 503 when the call was refused or failed.
+//               200 with `x-source: live` or `x-source: fallback`; 503 with `x-source: refused` when the
+//               strategy's limiter or breaker refused the call, `x-source: failed` when the call failed.
+// Beyond the worker pool's room: 503 with `x-source: busy`.
 // A TimelineRecorder follows the strategy's limiter (or guard) from its events for the chart.
 //
 // Protocol (IPC with the parent): argv: strategy, downstream port; sends { port } when listening;
 // receives { mark: 'begin' | 'end', label } (spans on the timeline), { stats: true } → replies
 // { timeline, fallbacks, workersPeak }, { exit: true }.
 import http from 'node:http';
+import { isRefusal } from 'limits-core';
 import { TimelineRecorder } from 'limits-lab';
 import { strategy } from './strategies.mjs';
 
@@ -42,8 +45,9 @@ async function handle(req, res) {
       const how = await call();
       if (how === 'fallback') fallbacks++;
       answer(res, 200, { 'x-source': how }, '{"ok":true}');
-    } catch {
-      answer(res, 503, {}, '{"error":"unavailable"}');
+    } catch (error) {
+      const source = isRefusal(error) ? 'refused' : 'failed';
+      answer(res, 503, { 'x-source': source }, '{"error":"unavailable"}');
     }
     return;
   }
@@ -64,7 +68,7 @@ const server = http.createServer((req, res) => {
   req.resume();
   if (busy < WORKERS) work(req, res);
   else if (accept.length < ACCEPT) accept.push({ req, res });
-  else answer(res, 503, { 'retry-after': '1' }, '{"error":"busy"}');
+  else answer(res, 503, { 'retry-after': '1', 'x-source': 'busy' }, '{"error":"busy"}');
 });
 server.keepAliveTimeout = 60_000;
 

@@ -49,6 +49,18 @@ export {
   type TimelineSource,
   type TimelineState,
 } from './TimelineRecorder.js';
+export {
+  arrivalsOf,
+  type DownstreamFit,
+  type FittedTrace,
+  fitDownstream,
+  type LatencySpike,
+  type ReadTraceOptions,
+  readTrace,
+  type TraceFormat,
+  type TraceOutcome,
+  type TraceRecord,
+} from './trace/index.js';
 export type { Arrival, CallOutcome, Downstream, DownstreamCall } from './traffic.js';
 export { formatTune } from './tune/formatTune.js';
 export { type Constraint, type Metric, type Objective, parseObjective } from './tune/objective.js';

@@ -5,8 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cli } from './support/cli.js';
 
 // `limits-lab replay` end to end, on a trace written here: 100 requests/s for 12 s to a downstream
-// of 50 ms, 1,500 ms from 4 s to 7 s. Skipped until the trace reader (src/trace/) is merged: remove
-// `.skip` then.
+// of 50 ms, 1,500 ms from 4 s to 7 s.
 const dir = mkdtempSync(join(tmpdir(), 'limits-lab-replay-'));
 const trace = join(dir, 'spike.jsonl');
 const lines: string[] = [];
@@ -17,7 +16,7 @@ for (let i = 0; i < 1_200; i++) {
 }
 writeFileSync(trace, `${lines.join('\n')}\n`);
 
-describe.skip('limits-lab replay', () => {
+describe('limits-lab replay', () => {
   it('fits the trace, replays it open loop through each configuration and reports the spike', async () => {
     const r = await cli([
       'replay',
