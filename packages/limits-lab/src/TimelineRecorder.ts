@@ -25,9 +25,23 @@ export interface TimelinePoint {
   latencyMs: number;
   /** The highest RTT (ms) of the bucket's timed releases (`NaN` when none). */
   latencyMaxMs: number;
-  /** Requests the limiter refused in the bucket. */
+  /**
+   * Requests the limiter refused in the bucket (at admission, or out of its queue: expired, aborted,
+   * taken out by a guard whose circuit opened or whose call timed out while waiting). None of them
+   * reached the downstream.
+   */
   rejected: number;
-  /** Calls a guard sent to its fallback (or answered with a typed error) in the bucket. */
+  /**
+   * Calls a guard's open circuit answered in the bucket without asking its limiter (fallback reason
+   * `open`, no limiter refusal): they never reached the downstream either, and are not in
+   * `rejected`. `rejected + shortCircuited` counts each call refused before the downstream once.
+   */
+  shortCircuited: number;
+  /**
+   * Calls a guard answered with its fallback (or its typed error) in the bucket, whatever the
+   * reason: they are also counted where they ended — in `rejected` or `shortCircuited` (never
+   * reached the downstream), or as a release (timed out or failed on the downstream).
+   */
   fallbacks: number;
   /** The circuit state at the end of the bucket, for a guard (`undefined` for a bare limiter). */
   state: TimelineState | undefined;
@@ -137,6 +151,13 @@ export class TimelineRecorder {
   #state: TimelineState | undefined = undefined;
   #latencySum = 0;
   #latencyCount = 0;
+  /**
+   * Limiter refusals not yet matched by a guard's fallback: the guard answers a refused call
+   * synchronously, inside the limiter's `reject` event's turn, so the count goes back to 0 at the
+   * next microtask.
+   */
+  #unanswered = 0;
+  #unansweredReset = false;
 
   /**
    * @throws TypeError/RangeError naming the option, the allowed range and the value given (for
@@ -219,14 +240,20 @@ export class TimelineRecorder {
     });
     this.#listen(limiter, 'reject', () => {
       this.#bucket().rejected++;
+      if (limiter !== source) this.#refusedForGuard();
     });
     if (limiter !== source) {
       this.#listen(source, 'state', (e: { to: TimelineState }) => {
         this.#bucket().state = e.to;
         this.#state = e.to;
       });
-      this.#listen(source, 'fallback', () => {
-        this.#bucket().fallbacks++;
+      this.#listen(source, 'fallback', (e: { reason?: unknown }) => {
+        const p = this.#bucket();
+        p.fallbacks++;
+        if (e?.reason === 'error') return;
+        // A refusal the limiter already counted: the same call, counted once.
+        if (this.#unanswered > 0) this.#unanswered--;
+        else if (e?.reason === 'open') p.shortCircuited++;
       });
       const state = (source as { state?: unknown }).state;
       if (state === 'CLOSED' || state === 'OPEN' || state === 'HALF_OPEN') {
@@ -281,6 +308,17 @@ export class TimelineRecorder {
     };
   }
 
+  /** A limiter refusal that the tracked guard answers in the same turn (see `#unanswered`). */
+  #refusedForGuard(): void {
+    this.#unanswered++;
+    if (this.#unansweredReset) return;
+    this.#unansweredReset = true;
+    queueMicrotask(() => {
+      this.#unanswered = 0;
+      this.#unansweredReset = false;
+    });
+  }
+
   #listen<P>(emitter: TimelineEmitter, event: string, fn: (payload: P) => void): void {
     const listener = fn as (...args: unknown[]) => void;
     emitter.on(event, listener);
@@ -325,6 +363,7 @@ export class TimelineRecorder {
       latencyMs: Number.NaN,
       latencyMaxMs: Number.NaN,
       rejected: 0,
+      shortCircuited: 0,
       fallbacks: 0,
       state: this.#state,
     };
