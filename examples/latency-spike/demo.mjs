@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderTimelineSvg } from 'limits-lab';
-import { runStrategy, summarize, table } from './scenario.mjs';
+import { runStrategy, summarize, table, windows } from './scenario.mjs';
 import { STRATEGIES } from './strategies.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -32,6 +32,7 @@ console.log(
 );
 const summaries = [];
 const series = [];
+let lastRun;
 for (const name of strategies) {
   const progress = (s) => {
     const phase =
@@ -40,12 +41,18 @@ for (const name of strategies) {
     if (interactive) process.stdout.write(`\r${line.padEnd(60)}`);
   };
   const run = await runStrategy(name, { ...phases, onTick: progress });
+  lastRun = run;
   const summary = summarize(run);
   summaries.push(summary);
   if (interactive) process.stdout.write(`${'\r'.padEnd(62)}\r`);
   console.log(
     `  ${name.padEnd(14)} done: peak ${summary.peakInflight} in flight on the downstream, ` +
-      `/internal ${(100 * summary.internalSuccess).toFixed(1)} % ok during the spike`,
+      `/internal ${(100 * summary.internalSuccess).toFixed(1)} % ok during the spike` +
+      (summary.breaker !== 1
+        ? ''
+        : Number.isNaN(summary.circuitOpenedS)
+          ? ', circuit never opened'
+          : `, circuit opened ${summary.circuitOpenedS.toFixed(1)} s into the spike`),
   );
   const timeline = run.app.timeline;
   // JSON turned NaN into null; "none" has no limit to draw (its counter's limit is unreachable).
@@ -56,6 +63,15 @@ for (const name of strategies) {
   }
   series.push({ name, timeline });
 }
-console.log(`\n${table(summaries)}\n`);
-writeFileSync(out, renderTimelineSvg(series, { title: 'S1: downstream latency 50 ms → 3,000 ms' }));
-console.log(`Chart (limit, in flight, latency, circuit state per strategy): ${out}`);
+console.log(`\n${table(summaries)}\n${windows(lastRun)}\n`);
+writeFileSync(
+  out,
+  renderTimelineSvg(series, {
+    title: 'S1: downstream latency 50 ms → 3,000 ms, 100 req/s to the route that calls it',
+  }),
+);
+console.log(`Chart (one row per strategy: in flight, latency, calls/s, circuit state): ${out}`);
+console.log(
+  '\nReplay the same scenario in the lab (simulated, in a second, for any configuration):\n' +
+    'npx limits-lab model examples/latency-spike/s1.lab.json --config fixed:50 --config vegas --config gradient --out s1-lab.html',
+);

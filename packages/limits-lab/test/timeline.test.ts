@@ -231,6 +231,7 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
       latencyMs: 20,
       latencyMaxMs: 30,
       rejected: 0,
+      shortCircuited: 0,
       fallbacks: 0,
       state: undefined,
       ...values,

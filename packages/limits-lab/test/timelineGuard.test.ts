@@ -18,7 +18,7 @@ function totals(points: readonly TimelinePoint[]) {
 describe('TimelineRecorder tracking a limits-breaker guard', () => {
   test('a call the limiter refuses and the guard answers from its fallback counts once as refused', async () => {
     const clock = new FakeClock();
-    const running = deferred();
+    const running = deferred<string>();
     const g = guard(() => running.promise, {
       limiter: { algorithm: new FixedLimit(1), maxQueued: 0 },
       timeoutMs: false,
@@ -29,7 +29,7 @@ describe('TimelineRecorder tracking a limits-breaker guard', () => {
     const first = g.fire();
     await flush();
     await expect(g.fire()).resolves.toBe('cached'); // refused by the limiter: at its limit
-    running.resolve();
+    running.resolve('live');
     await first;
     await clock.advance(10);
     const t = totals(recorder.timeline().points);
@@ -42,7 +42,7 @@ describe('TimelineRecorder tracking a limits-breaker guard', () => {
 
   test('calls the open circuit answers count once each: short-circuited, or shed from the queue as refused', async () => {
     const clock = new FakeClock();
-    const running = deferred();
+    const running = deferred<string>();
     let calls = 0;
     const g = guard(
       () => {
@@ -70,7 +70,7 @@ describe('TimelineRecorder tracking a limits-breaker guard', () => {
     // Open: answered at once without asking the limiter.
     await expect(g.fire()).resolves.toBe('cached');
     await expect(g.fire()).resolves.toBe('cached');
-    running.resolve();
+    running.resolve('live');
     await first;
     await clock.advance(10);
     const points = recorder.timeline().points;
@@ -89,7 +89,7 @@ describe('TimelineRecorder tracking a limits-breaker guard', () => {
   test('a refusal of a shared limiter in an earlier turn is never paired with a later short circuit', async () => {
     const clock = new FakeClock();
     const limiter = new Limiter({ algorithm: new FixedLimit(1), maxQueued: 0, clock });
-    const g = guard(() => Promise.reject(new Error('down')), {
+    const g = guard((): Promise<string> => Promise.reject(new Error('down')), {
       limiter,
       timeoutMs: false,
       volumeThreshold: 1,
