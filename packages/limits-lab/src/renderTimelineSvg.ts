@@ -94,7 +94,7 @@ const PANELS: readonly PanelDef[] = [
       },
       {
         key: 'refused',
-        label: 'refused before it',
+        label: 'refused before reaching it',
         dash: '2,2',
         value: (p) => p.rejected + p.shortCircuited,
       },
@@ -341,21 +341,32 @@ export function renderTimelineSvg(
     lx += itemWidth;
   }
   if (legend.length > 0) top = ly + 14;
+  // Each panel's key wraps onto more lines where its panel is too narrow for it.
+  let keyLines = 1;
   PANELS.forEach((panel, c) => {
     const x0 = panelX(c) - AXIS + 4;
     head.push(
       `<text class="axis-title" x="${n(x0)}" y="${top + 12}" font-weight="bold" fill="#333333">${escapeXml(panel.heading)}</text>`,
     );
     let kx = x0;
+    let ky = top + 24;
+    let lines = 1;
     for (const line of panel.lines) {
+      const itemWidth = 27 + textWidth(line.label);
+      if (kx > x0 && kx + itemWidth > panelX(c) + colWidth) {
+        kx = x0;
+        ky += 15;
+        lines++;
+      }
       head.push(
-        `<line x1="${n(kx)}" y1="${top + 24}" x2="${n(kx + 22)}" y2="${top + 24}" stroke="#444444" stroke-width="1.5"${line.dash === '' ? '' : ` stroke-dasharray="${line.dash}"`}/>`,
-        `<text class="legend" x="${n(kx + 27)}" y="${top + 28}" fill="#333333">${escapeXml(line.label)}</text>`,
+        `<line x1="${n(kx)}" y1="${ky}" x2="${n(kx + 22)}" y2="${ky}" stroke="#444444" stroke-width="1.5"${line.dash === '' ? '' : ` stroke-dasharray="${line.dash}"`}/>`,
+        `<text class="legend" x="${n(kx + 27)}" y="${ky + 4}" fill="#333333">${escapeXml(line.label)}</text>`,
       );
-      kx += 27 + textWidth(line.label) + 16;
+      kx += itemWidth + 16;
     }
+    keyLines = Math.max(keyLines, lines);
   });
-  top += 38;
+  top += 38 + 15 * (keyLines - 1);
 
   const height = Math.ceil(top + rowsHeight);
   const out: string[] = [
