@@ -296,17 +296,24 @@ export function renderTimelineSvg(
     top += 26;
   }
   const legend: Array<{ swatch: (x: number, y: number) => string; label: string }> = [];
-  const labels = new Set<string>();
+  // One entry per label, with every distinct span it has (series recorded apart mark the same event
+  // at slightly different times).
+  const spans = new Map<string, string[]>();
   for (const s of series) {
     for (const m of uniqueMarks(s)) {
-      if (labels.has(m.label)) continue;
-      labels.add(m.label);
-      legend.push({
-        swatch: (x, ly) =>
-          `<rect x="${x}" y="${ly - 9}" width="22" height="11" fill="${MARK_FILL}" fill-opacity="${MARK_OPACITY}"/>`,
-        label: `shaded: ${markLabel(m)}`,
-      });
+      const span = markSpan(m);
+      const known = spans.get(m.label);
+      if (known === undefined) spans.set(m.label, [span]);
+      else if (!known.includes(span)) known.push(span);
     }
+  }
+  for (const [label, list] of spans) {
+    const shown = list.length > 3 ? [...list.slice(0, 3), '…'] : list;
+    legend.push({
+      swatch: (x, ly) =>
+        `<rect x="${x}" y="${ly - 9}" width="22" height="11" fill="${MARK_FILL}" fill-opacity="${MARK_OPACITY}"/>`,
+      label: `shaded: ${label} ${shown.join(', ')}`,
+    });
   }
   if (series.some(stateOf)) {
     for (const state of ['CLOSED', 'OPEN', 'HALF_OPEN'] as const) {
@@ -448,9 +455,14 @@ function uniqueMarks(s: TimelineSeries): TimelineMark[] {
 
 /** A mark's label with its span in seconds: "latency spike 2.5–7.5 s". */
 function markLabel(m: TimelineMark): string {
+  return `${m.label} ${markSpan(m)}`;
+}
+
+/** A mark's span in seconds, to a tenth (a hundredth for a span under a second): "2.5–7.5 s". */
+function markSpan(m: TimelineMark): string {
   const digits = m.toMs - m.fromMs < 1000 ? 2 : 1;
   const s = (ms: number) => String(Number((Math.max(0, ms) / 1000).toFixed(digits)));
-  return `${m.label} ${s(m.fromMs)}–${s(m.toMs)} s`;
+  return `${s(m.fromMs)}–${s(m.toMs)} s`;
 }
 
 /** About how wide `text` is at the chart's 11 px sans-serif, in px (for laying out the legend). */

@@ -198,10 +198,10 @@ describe('renderTimelineSvg', () => {
     );
   });
 
-  test('each row shades its own marks; the legend names a label once, with its span', () => {
+  test('each row shades its own marks; the legend names a label once, with each distinct span', () => {
     const a = recorded('a', [1, 2, 3]);
     const b = recorded('b', [1, 2, 3]);
-    b.timeline.marks = [{ label: 'spike', fromMs: 110, toMs: 310 }];
+    b.timeline.marks = [{ label: 'spike', fromMs: 102, toMs: 302 }]; // the same to the hundredth
     const svg = renderTimelineSvg([a, b]);
     const marks = parseSvg(svg).filter((e) => e.attrs.class === 'mark');
     expect(marks).toHaveLength(6);
@@ -209,6 +209,11 @@ describe('renderTimelineSvg', () => {
       marks.map((m) => m.attrs.x).slice(3),
     );
     expect(svg.match(/>shaded: spike [^<]*</g)).toEqual(['>shaded: spike 0.1–0.3 s<']);
+    const c = recorded('c', [1, 2, 3]);
+    c.timeline.marks = [{ label: 'spike', fromMs: 150, toMs: 350 }];
+    expect(renderTimelineSvg([a, b, c]).match(/>shaded: spike [^<]*</g)).toEqual([
+      '>shaded: spike 0.1–0.3 s, 0.15–0.35 s<',
+    ]);
   });
 
   test('a span under a second is labelled to the hundredth of a second', () => {
