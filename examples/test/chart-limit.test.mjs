@@ -33,7 +33,7 @@ test('the chart drawn from the limiter events shows the limit falling during the
     // Its tooltip and legend name it with its span, e.g. "slowdown 1–2 s".
     assert.match(
       elements[elements.indexOf(marks[0]) + 1].text,
-      /^slowdown \d+(\.\d)?–\d+(\.\d)? s$/,
+      /^slowdown \d+(\.\d+)?–\d+(\.\d+)? s$/,
     );
 
     // The limit is the first, solid line of the first panel; a lower limit is drawn lower (larger y).

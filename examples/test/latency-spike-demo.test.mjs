@@ -52,12 +52,14 @@ test('the demo prints one table column per strategy, the breaker opening during 
     }
     assert.match(figures.get('peak in flight during spike (calls)')[0], /^\d+$/);
     // Only the guard has a circuit; it opens during the 2 s spike (about 1 s in: its 1 s window
-    // must fill with timeouts) and closes again after it.
+    // must fill with timeouts).
     const [vegasOpened, breakerOpened] = figures.get('circuit opened, into spike');
     assert.equal(vegasOpened, '—');
     const openedS = Number(breakerOpened.replace(/ s$/, ''));
     assert.ok(openedS > 0 && openedS < 2, `opened ${breakerOpened} into a 2 s spike`);
-    assert.match(figures.get('circuit closed again, after spike')[1], /^-?\d+\.\d s$/);
+    // Closing again needs a trial call answered after the spike: within about 1.5 s of its end,
+    // which the quick run's 1.5 s after the spike nearly always but not always holds.
+    assert.match(figures.get('circuit closed again, after spike')[1], /^(-?\d+\.\d s|not in run)$/);
     assert.match(stdout, /^Windows: before = 1 s to 1\.5 s \(the first second warms up/m);
     assert.ok(
       stdout.includes(
