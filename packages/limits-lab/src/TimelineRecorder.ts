@@ -118,9 +118,9 @@ export const MAX_BUCKET_MS = 3_600_000;
 
 /**
  * Records what a limiter (or a guard) does over time, from its emitted events, into fixed time
- * buckets: the limit, the peak in-flight count, outcomes, latency, refusals, fallbacks and the circuit
- * state. Memory is bounded (`maxPoints` buckets); {@link renderTimelineSvg} draws one or more
- * timelines as an SVG chart.
+ * buckets: the limit, the peak in-flight count, outcomes, latency, refusals, short circuits, fallbacks
+ * and the circuit state (each call refused before the downstream counted once). Memory is bounded
+ * (`maxPoints` buckets); {@link renderTimelineSvg} draws one or more timelines as an SVG chart.
  *
  * Recording listens to `acquire` and `release`, so the limiter times every call while it is tracked
  * (a few tens of ns per call); `stop()` removes every listener.
@@ -206,6 +206,15 @@ export class TimelineRecorder {
    * Starts recording `source`'s events (a `Limiter`, or a `Guard`: its `limiter`'s events plus its
    * own `state` and `fallback`). A recorder tracks any number of sources; their figures add up in the
    * same buckets (track one source per recorder to chart it alone).
+   *
+   * For a guard, a limiter refusal the guard answers in the same turn (from its fallback or as its
+   * error) is counted once, in `rejected`; a fallback for an open circuit without one is counted in
+   * `shortCircuited`. A guard over a limiter that others also use sees their refusals too: one in the
+   * same turn as the guard's own short circuit would be taken for its cause.
+   *
+   * @param source - a `Limiter`, or a limits-breaker `Guard`.
+   * @returns the recorder, to chain.
+   * @throws TypeError when `source` has no `on` function.
    */
   track(source: TimelineSource): this {
     if (typeof source !== 'object' || source === null || typeof source.on !== 'function') {

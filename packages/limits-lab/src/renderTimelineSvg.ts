@@ -265,12 +265,12 @@ export function renderTimelineSvg(
       });
       y += BAND + 2;
     }
-    for (const [c] of PANELS.entries()) {
+    PANELS.forEach((_, c) => {
       for (const t of times) {
         const tx = n(xIn(c, t));
         rows.push(`<line x1="${tx}" y1="${y}" x2="${tx}" y2="${y + 4}" stroke="#888888"/>`);
       }
-    }
+    });
     y += k === series.length - 1 ? 4 : 16;
   });
   // The time axis under the last row: tick labels and its title.
