@@ -35,8 +35,10 @@ export interface TimelinePoint {
    * Calls a guard's open circuit answered in the bucket without asking its limiter (fallback reason
    * `open`, no limiter refusal): they never reached the downstream either, and are not in
    * `rejected`. `rejected + shortCircuited` counts each call refused before the downstream once.
+   * A recorder always sets it; in a point made by other means (a simulator's) it may be left out,
+   * and counts as 0.
    */
-  shortCircuited: number;
+  shortCircuited?: number;
   /**
    * Calls a guard answered with its fallback (or its typed error) in the bucket, whatever the
    * reason: they are also counted where they ended — in `rejected` or `shortCircuited` (never
@@ -262,7 +264,7 @@ export class TimelineRecorder {
         if (e?.reason === 'error') return;
         // A refusal the limiter already counted: the same call, counted once.
         if (this.#unanswered > 0) this.#unanswered--;
-        else if (e?.reason === 'open') p.shortCircuited++;
+        else if (e?.reason === 'open') p.shortCircuited = (p.shortCircuited ?? 0) + 1;
       });
       const state = (source as { state?: unknown }).state;
       if (state === 'CLOSED' || state === 'OPEN' || state === 'HALF_OPEN') {

@@ -96,7 +96,7 @@ const PANELS: readonly PanelDef[] = [
         key: 'refused',
         label: 'refused before reaching it',
         dash: '2,2',
-        value: (p) => p.rejected + p.shortCircuited,
+        value: (p) => p.rejected + (p.shortCircuited ?? 0),
       },
     ],
   },

@@ -396,6 +396,22 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
     expect(svg).toContain('gap in a line');
   });
 
+  test('a point without shortCircuited (made by other means) draws its refusals from rejected alone', () => {
+    const bare = (t: number) => {
+      const p = point(t, { rejected: 3 });
+      delete p.shortCircuited;
+      return p;
+    };
+    const elements = expectDrawable(renderTimelineSvg(series([bare(0), bare(100)])));
+    expect(line(elements, 'refused').match(/[ML]/g)).toEqual(['M', 'L']);
+    const withShort = expectDrawable(
+      renderTimelineSvg(series([point(0, { rejected: 3, shortCircuited: 3 }), bare(100)])),
+    );
+    // 6 then 3 refused per 100 ms: 60 then 30 calls/s, the first drawn higher.
+    const [first, second] = ys(line(withShort, 'refused'));
+    expect(first).toBeLessThan(second as number);
+  });
+
   test('a value near the largest double, or a subnormal one, is scaled into the panel without NaN', () => {
     const huge = expectDrawable(
       renderTimelineSvg(

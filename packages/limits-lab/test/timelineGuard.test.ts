@@ -10,7 +10,7 @@ function totals(points: readonly TimelinePoint[]) {
   return {
     completed: sum((p) => p.success + p.dropped + p.failure + p.ignore),
     rejected: sum((p) => p.rejected),
-    shortCircuited: sum((p) => p.shortCircuited),
+    shortCircuited: sum((p) => p.shortCircuited ?? Number.NaN), // the recorder always sets it
     fallbacks: sum((p) => p.fallbacks),
   };
 }
