@@ -5,17 +5,23 @@
 // Load: RATE req/s to /internal and RATE req/s to /external, request n of a route sent at t0 + n/RATE
 // whatever happened to earlier ones (open loop), each measured from that scheduled moment to the end of
 // its answer (a client timeout of 10 s). Phases: `beforeS` calm, `spikeS` with the downstream at 3 s,
-// `afterS` calm again. Reported per strategy (see `summarize`):
-//   peak / late in flight   calls sitting on the downstream while it is slow, its own count (peak
-//                           during the spike; mean over its last quarter)
-//   peak after              the same peak after the spike: the spike's last calls (up to 3 s long)
-//                           plus the fresh calls the limit lets through once latency is back
-//   internal                /internal success share and p99 during the spike, and p99 while calm
-//   goodput                 /external answers from the downstream (not fallbacks) per second, counted
-//                           by completion time: before, during and after the spike
-//   recovery                from the end of the spike to the end of the first 250 ms bin from which
-//                           goodput stays ≥ 90 % of its before-spike rate for 1 s
-//   fallbacks               /external answered by the guard's fallback
+// `afterS` calm again. Reported per strategy (see `summarize`) over three windows of the run:
+// "before" from 1 s (the first second warms up and is left out) to the spike, "during" the spike,
+// "after" from its end to the end of the run (`table` prints one row per figure, named with its window):
+//   peak in flight          calls sitting on the downstream, its own count: peak during the spike;
+//                           mean over the spike's last quarter; peak after the spike (the spike's last
+//                           calls, up to 3 s long, plus the fresh calls the limit lets through once
+//                           latency is back)
+//   /internal ok            /internal answers with 200, share of those sent during the spike
+//   /internal p99           /internal latency p99 of the 200 answers sent in each window
+//   /external live answers  /external answers from the downstream (not fallbacks) per second, counted
+//                           by completion time in each window
+//   recovery to 90 %        from the end of the spike to the end of the first 250 ms bin from which
+//                           live answers stay ≥ 90 % of their before-spike rate for 1 s
+//   circuit opened, closed  for a guard: when its circuit first opened, counted from the spike's
+//                           start, and when it closed again after that, counted from the spike's end
+//                           (from its timeline's circuit state, 100 ms buckets, and its spike mark)
+//   answered by fallback    /external answered by the guard's fallback
 //   first bin               /external answers from the downstream in the first 250 ms bin after the
 //                           spike (`firstBinLive`), and how many of them were sent before it ended
 //                           (`firstBinFromSpike`: slow calls of the spike ending, or calls that
@@ -29,6 +35,10 @@ import { fileURLToPath } from 'node:url';
 
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const BIN_MS = 250;
+/** The first second of a run warms up (connections, the limit algorithms' first samples). */
+const WARM_UP_MS = 1000;
+/** The name of the spike's span on the strategies' timelines (the chart adds its times). */
+export const SPIKE_LABEL = 'latency spike';
 
 function child(file, args) {
   const proc = fork(here(file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -110,11 +120,11 @@ export async function runStrategy(name, o) {
       if (!spiking && now >= spikeFrom && now < spikeTo) {
         spiking = true;
         downstream.proc.send({ spike: true });
-        app.proc.send({ mark: 'begin', label: 'latency spike (3 s)' });
+        app.proc.send({ mark: 'begin', label: SPIKE_LABEL });
       } else if (spiking && now >= spikeTo) {
         spiking = false;
         downstream.proc.send({ spike: false });
-        app.proc.send({ mark: 'end', label: 'latency spike (3 s)' });
+        app.proc.send({ mark: 'end', label: SPIKE_LABEL });
       }
       for (; n * period <= Math.min(now, totalMs - period); n++) {
         send('internal', n * period, t0);
@@ -149,24 +159,52 @@ function percentile(values, q) {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
 
+/**
+ * When the circuit of a guard's timeline first opened, in s from the spike's start (the start of the
+ * first bucket it was open in), and when it was closed again after that, in s from the spike's end
+ * (the end of the bucket it closed in) (`NaN` when it did not; `undefined` for a
+ * timeline without a circuit). The spike's times are read from the timeline's own mark, on the
+ * recorder's clock.
+ */
+function circuit(timeline) {
+  const points = timeline.points;
+  if (!points.some((p) => p.state != null)) return undefined;
+  const spike = timeline.marks.find((m) => m.label === SPIKE_LABEL);
+  const opened = points.find((p) => p.state === 'OPEN');
+  if (spike === undefined || opened === undefined) {
+    return { openedS: Number.NaN, closedS: Number.NaN };
+  }
+  const closed = points.find((p) => p.t > opened.t && p.state === 'CLOSED');
+  return {
+    openedS: (opened.t - spike.fromMs) / 1000,
+    closedS: closed === undefined ? Number.NaN : (closed.t + timeline.bucketMs - spike.toMs) / 1000,
+  };
+}
+
 /** The figures of one run (see the header). */
 export function summarize(run) {
   const { records, samples, spikeFrom, spikeTo, totalMs } = run;
-  const inSpike = (t) => t >= spikeFrom && t < spikeTo;
+  const phase = {
+    before: (t) => t >= WARM_UP_MS && t < spikeFrom,
+    during: (t) => t >= spikeFrom && t < spikeTo,
+    after: (t) => t >= spikeTo && t < totalMs,
+  };
   const internal = records.filter((r) => r.route === 'internal');
   const ok = (r) => r.status === 200;
   const latency = (r) => r.end - r.at;
-  const spikeInternal = internal.filter((r) => inSpike(r.at));
-  const calmInternal = internal.filter((r) => !inSpike(r.at));
+  const p99 = (inWindow) =>
+    percentile(internal.filter((r) => inWindow(r.at) && ok(r)).map(latency), 0.99);
+  const spikeInternal = internal.filter((r) => phase.during(r.at));
   const live = records.filter((r) => r.route === 'external' && ok(r) && r.source === 'live');
   const rateIn = (from, to) =>
     live.filter((r) => r.end >= from && r.end < to).length / ((to - from) / 1000);
-  const before = rateIn(1000, spikeFrom); // the first second warms up
-  const spikeSamples = samples.filter(([t]) => t >= spikeFrom && t < spikeTo);
-  const afterSamples = samples.filter(([t]) => t >= spikeTo && t < totalMs);
+  const before = rateIn(WARM_UP_MS, spikeFrom);
+  const spikeSamples = samples.filter(([t]) => phase.during(t));
+  const afterSamples = samples.filter(([t]) => phase.after(t));
   const lateFrom = spikeTo - (spikeTo - spikeFrom) / 4;
   const late = samples.filter(([t]) => t >= lateFrom && t < spikeTo).map(([, v]) => v);
   const firstBin = live.filter((r) => r.end >= spikeTo && r.end < spikeTo + BIN_MS);
+  const opened = circuit(run.app.timeline);
   let recovery = Number.NaN;
   for (let t = spikeTo; t + BIN_MS <= totalMs; t += BIN_MS) {
     let holds = true;
@@ -184,49 +222,70 @@ export function summarize(run) {
     peakAfter: Math.max(0, ...afterSamples.map(([, v]) => v)),
     lateInflight: late.length === 0 ? 0 : late.reduce((a, b) => a + b, 0) / late.length,
     internalSuccess: spikeInternal.filter(ok).length / Math.max(1, spikeInternal.length),
-    internalP99Spike: percentile(spikeInternal.filter(ok).map(latency), 0.99),
-    internalP99Calm: percentile(calmInternal.filter(ok).map(latency), 0.99),
+    internalP99Before: p99(phase.before),
+    internalP99During: p99(phase.during),
+    internalP99After: p99(phase.after),
     goodputBefore: before,
     goodputDuring: rateIn(spikeFrom, spikeTo),
     goodputAfter: rateIn(spikeTo, totalMs),
     recoveryS: recovery,
+    // Flat numbers, so a benchmark can take the median of every field: 1 for a guard, else 0.
+    breaker: opened === undefined ? 0 : 1,
+    circuitOpenedS: opened?.openedS ?? Number.NaN,
+    circuitClosedS: opened?.closedS ?? Number.NaN,
     fallbacks: run.app.fallbacks,
     firstBinLive: firstBin.length,
     firstBinFromSpike: firstBin.filter((r) => r.at < spikeTo).length,
   };
 }
 
-const COLUMNS = [
-  ['strategy', (s) => s.strategy],
-  ['peak in flight', (s) => String(s.peakInflight)],
-  ['peak after', (s) => String(s.peakAfter)],
-  ['late in flight', (s) => s.lateInflight.toFixed(1)],
-  ['/internal ok (spike)', (s) => `${(100 * s.internalSuccess).toFixed(1)} %`],
+/** The table's rows: a figure and its window, and how each strategy's value reads. */
+const ROWS = [
+  ['peak in flight during spike (calls)', (s) => String(s.peakInflight)],
+  ['mean in flight, last quarter of spike', (s) => s.lateInflight.toFixed(1)],
+  ['peak in flight after spike', (s) => String(s.peakAfter)],
+  ['/internal ok during spike', (s) => `${(100 * s.internalSuccess).toFixed(1)} %`],
+  ['/internal p99 before spike', (s) => fmtMs(s.internalP99Before)],
+  ['/internal p99 during spike', (s) => fmtMs(s.internalP99During)],
+  ['/internal p99 after spike', (s) => fmtMs(s.internalP99After)],
+  ['/external live answers before spike', (s) => `${s.goodputBefore.toFixed(1)}/s`],
+  ['/external live answers during spike', (s) => `${s.goodputDuring.toFixed(1)}/s`],
+  ['/external live answers after spike', (s) => `${s.goodputAfter.toFixed(1)}/s`],
   [
-    '/internal p99 spike / calm',
-    (s) => `${fmtMs(s.internalP99Spike)} / ${fmtMs(s.internalP99Calm)}`,
+    'recovery to 90 % of before, after spike',
+    (s) => (Number.isNaN(s.recoveryS) ? 'not in run' : `${s.recoveryS.toFixed(2)} s`),
   ],
   [
-    '/external goodput before / during / after',
+    'circuit opened, into spike',
     (s) =>
-      [s.goodputBefore, s.goodputDuring, s.goodputAfter]
-        .map((v) => `${v.toFixed(1)}/s`)
-        .join(' / '),
+      s.breaker !== 1
+        ? '—'
+        : Number.isNaN(s.circuitOpenedS)
+          ? 'never'
+          : `${s.circuitOpenedS.toFixed(1)} s`,
   ],
   [
-    'recovery to 90 %',
-    (s) => (Number.isNaN(s.recoveryS) ? 'not within the run' : `${s.recoveryS.toFixed(2)} s`),
+    'circuit closed again, after spike',
+    (s) =>
+      s.breaker !== 1 || Number.isNaN(s.circuitOpenedS)
+        ? '—'
+        : Number.isNaN(s.circuitClosedS)
+          ? 'not in run'
+          : `${s.circuitClosedS.toFixed(1)} s`,
   ],
-  ['fallbacks', (s) => String(s.fallbacks)],
+  ['/external answered by fallback', (s) => String(s.fallbacks)],
 ];
 
 function fmtMs(v) {
   return Number.isNaN(v) ? '—' : `${Math.round(v)} ms`;
 }
 
-/** A Markdown table of summaries. */
+/** A Markdown table of summaries: one row per figure, one column per strategy. */
 export function table(summaries) {
-  const rows = [COLUMNS.map(([h]) => h), ...summaries.map((s) => COLUMNS.map(([, f]) => f(s)))];
+  const rows = [
+    ['figure (window)', ...summaries.map((s) => s.strategy)],
+    ...ROWS.map(([label, f]) => [label, ...summaries.map(f)]),
+  ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   return [
@@ -234,4 +293,14 @@ export function table(summaries) {
     `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`,
     ...rows.slice(1).map(line),
   ].join('\n');
+}
+
+/** What the table's windows are, for a line under it. */
+export function windows(run) {
+  const s = (ms) => `${ms / 1000} s`;
+  return (
+    `Windows: before = ${s(WARM_UP_MS)} to ${s(run.spikeFrom)} (the first second warms up and is left out); ` +
+    `during = the spike, ${s(run.spikeFrom)} to ${s(run.spikeTo)}; after = ${s(run.spikeTo)} to ${s(run.totalMs)}. ` +
+    'p99s by send time, live/s by completion time.'
+  );
 }

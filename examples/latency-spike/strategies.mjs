@@ -30,6 +30,11 @@ export function strategy(name, url) {
     case 'static':
     case 'vegas':
     case 'gradient': {
+      // static: a limit picked by hand, as many services have one. At 100 req/s and 50 ms, about 5
+      // calls are in flight (Little's law); 50 is the usual tenfold headroom, and during the spike
+      // all 50 sit on the slow dependency for 3 s each.
+      // vegas, gradient: the adaptive algorithms with their defaults, nothing tuned: they learn the
+      // 50 ms baseline and cut the limit when latency rises above it.
       const limiter = new Limiter(
         name === 'static'
           ? { limit: 50 }
@@ -39,13 +44,32 @@ export function strategy(name, url) {
       return { call: () => api(url).then(answer), source: limiter };
     }
     case 'vegas+breaker': {
-      // The guard's own limiter is a default Vegas one; attempts over 1 s count as breaker failures.
+      // A circuit breaker set up for a dependency that slows down for seconds (here 50 ms → 3,000 ms
+      // for 5 s), over the guard's own Vegas limiter:
+      // - attemptTimeoutMs 500: ten times the normal 50 ms. A call not answered by then is a breaker
+      //   failure (and a dropped sample for Vegas) and its caller gets the fallback at once: a 3 s
+      //   answer is no use to this caller. Without a timeout under the slow latency, a slow call is
+      //   a success and the circuit never opens.
+      // - rollingCountTimeout 1000 in 10 buckets: the breaker judges the last second only. Vegas
+      //   keeps a handful of calls on the slow dependency, so only about ten time out per second; in
+      //   opossum's default 10 s window the hundreds of successes from before the slowdown outweigh
+      //   them for seconds and the circuit does not open in time. In a 1 s window they are gone a
+      //   second into the slowdown.
+      // - volumeThreshold 5, errorThresholdPercentage 50: it opens once at least 5 calls were judged
+      //   in the window and half of them failed (one timeout in a quiet second does not open it).
+      // - resetTimeout 1000: a second after opening, one trial call (probeSlots 1) tests the
+      //   dependency: a trial that times out reopens the circuit for another second, one answered in
+      //   time closes it. So the service is back within about 1.5 s of the dependency's recovery.
+      // A refusal by the limiter is not a breaker failure: a busy limiter says nothing of the
+      // dependency's health. While open, every call is answered from the fallback without waiting.
       const breaker = fetchGuard(guard, {
         limiter: { algorithm: new VegasLimit() },
-        attemptTimeoutMs: 1000,
+        attemptTimeoutMs: 500,
+        rollingCountTimeout: 1000,
+        rollingCountBuckets: 10,
+        volumeThreshold: 5,
         errorThresholdPercentage: 50,
-        volumeThreshold: 10,
-        resetTimeout: 500,
+        resetTimeout: 1000,
         fallback: () => new Response('{"cached":true}', { headers: { 'x-fallback': '1' } }),
       });
       const api = limitFetch(fetch, { guard: breaker });

@@ -25,9 +25,25 @@ export interface TimelinePoint {
   latencyMs: number;
   /** The highest RTT (ms) of the bucket's timed releases (`NaN` when none). */
   latencyMaxMs: number;
-  /** Requests the limiter refused in the bucket. */
+  /**
+   * Requests the limiter refused in the bucket (at admission, or out of its queue: expired, aborted,
+   * taken out by a guard whose circuit opened or whose call timed out while waiting). None of them
+   * reached the downstream.
+   */
   rejected: number;
-  /** Calls a guard sent to its fallback (or answered with a typed error) in the bucket. */
+  /**
+   * Calls a guard's open circuit answered in the bucket without asking its limiter (fallback reason
+   * `open`, no limiter refusal): they never reached the downstream either, and are not in
+   * `rejected`. `rejected + shortCircuited` counts each call refused before the downstream once.
+   * A recorder always sets it; in a point made by other means (a simulator's) it may be left out,
+   * and counts as 0.
+   */
+  shortCircuited?: number;
+  /**
+   * Calls a guard answered with its fallback (or its typed error) in the bucket, whatever the
+   * reason: they are also counted where they ended — in `rejected` or `shortCircuited` (never
+   * reached the downstream), or as a release (timed out or failed on the downstream).
+   */
   fallbacks: number;
   /** The circuit state at the end of the bucket, for a guard (`undefined` for a bare limiter). */
   state: TimelineState | undefined;
@@ -104,9 +120,9 @@ export const MAX_BUCKET_MS = 3_600_000;
 
 /**
  * Records what a limiter (or a guard) does over time, from its emitted events, into fixed time
- * buckets: the limit, the peak in-flight count, outcomes, latency, refusals, fallbacks and the circuit
- * state. Memory is bounded (`maxPoints` buckets); {@link renderTimelineSvg} draws one or more
- * timelines as an SVG chart.
+ * buckets: the limit, the peak in-flight count, outcomes, latency, refusals, short circuits, fallbacks
+ * and the circuit state (each call refused before the downstream counted once). Memory is bounded
+ * (`maxPoints` buckets); {@link renderTimelineSvg} draws one or more timelines as an SVG chart.
  *
  * Recording listens to `acquire` and `release`, so the limiter times every call while it is tracked
  * (a few tens of ns per call); `stop()` removes every listener.
@@ -137,6 +153,13 @@ export class TimelineRecorder {
   #state: TimelineState | undefined = undefined;
   #latencySum = 0;
   #latencyCount = 0;
+  /**
+   * Limiter refusals not yet matched by a guard's fallback: the guard answers a refused call
+   * synchronously, inside the limiter's `reject` event's turn, so the count goes back to 0 at the
+   * next microtask.
+   */
+  #unanswered = 0;
+  #unansweredReset = false;
 
   /**
    * @throws TypeError/RangeError naming the option, the allowed range and the value given (for
@@ -185,6 +208,15 @@ export class TimelineRecorder {
    * Starts recording `source`'s events (a `Limiter`, or a `Guard`: its `limiter`'s events plus its
    * own `state` and `fallback`). A recorder tracks any number of sources; their figures add up in the
    * same buckets (track one source per recorder to chart it alone).
+   *
+   * For a guard, a limiter refusal the guard answers in the same turn (from its fallback or as its
+   * error) is counted once, in `rejected`; a fallback for an open circuit without one is counted in
+   * `shortCircuited`. A guard over a limiter that others also use sees their refusals too: one in the
+   * same turn as the guard's own short circuit would be taken for its cause.
+   *
+   * @param source - a `Limiter`, or a limits-breaker `Guard`.
+   * @returns the recorder, to chain.
+   * @throws TypeError when `source` has no `on` function.
    */
   track(source: TimelineSource): this {
     if (typeof source !== 'object' || source === null || typeof source.on !== 'function') {
@@ -219,14 +251,20 @@ export class TimelineRecorder {
     });
     this.#listen(limiter, 'reject', () => {
       this.#bucket().rejected++;
+      if (limiter !== source) this.#refusedForGuard();
     });
     if (limiter !== source) {
       this.#listen(source, 'state', (e: { to: TimelineState }) => {
         this.#bucket().state = e.to;
         this.#state = e.to;
       });
-      this.#listen(source, 'fallback', () => {
-        this.#bucket().fallbacks++;
+      this.#listen(source, 'fallback', (e: { reason?: unknown }) => {
+        const p = this.#bucket();
+        p.fallbacks++;
+        if (e?.reason === 'error') return;
+        // A refusal the limiter already counted: the same call, counted once.
+        if (this.#unanswered > 0) this.#unanswered--;
+        else if (e?.reason === 'open') p.shortCircuited = (p.shortCircuited ?? 0) + 1;
       });
       const state = (source as { state?: unknown }).state;
       if (state === 'CLOSED' || state === 'OPEN' || state === 'HALF_OPEN') {
@@ -281,6 +319,17 @@ export class TimelineRecorder {
     };
   }
 
+  /** A limiter refusal that the tracked guard answers in the same turn (see `#unanswered`). */
+  #refusedForGuard(): void {
+    this.#unanswered++;
+    if (this.#unansweredReset) return;
+    this.#unansweredReset = true;
+    queueMicrotask(() => {
+      this.#unanswered = 0;
+      this.#unansweredReset = false;
+    });
+  }
+
   #listen<P>(emitter: TimelineEmitter, event: string, fn: (payload: P) => void): void {
     const listener = fn as (...args: unknown[]) => void;
     emitter.on(event, listener);
@@ -325,6 +374,7 @@ export class TimelineRecorder {
       latencyMs: Number.NaN,
       latencyMaxMs: Number.NaN,
       rejected: 0,
+      shortCircuited: 0,
       fallbacks: 0,
       state: this.#state,
     };

@@ -8,40 +8,7 @@ import {
   TimelineRecorder,
 } from '../src/index.js';
 import { FakeClock } from './support/FakeClock.js';
-
-/**
- * Checks that `svg` is well-formed XML as far as an SVG renderer cares (every tag closed in order,
- * attributes quoted, entities known) and returns the elements met, in order.
- */
-function parseSvg(svg: string): Array<{ name: string; attrs: Record<string, string> }> {
-  const elements: Array<{ name: string; attrs: Record<string, string> }> = [];
-  const stack: string[] = [];
-  const tag = /<(\/?)([a-zA-Z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>/y;
-  let i = 0;
-  while (i < svg.length) {
-    const lt = svg.indexOf('<', i);
-    const text = svg.slice(i, lt === -1 ? svg.length : lt);
-    if (/&(?!(amp|lt|gt|quot|#39);)/.test(text)) throw new Error(`bad entity in ${text}`);
-    if (lt === -1) break;
-    tag.lastIndex = lt;
-    const m = tag.exec(svg);
-    if (m === null) throw new Error(`malformed tag at ${lt}: ${svg.slice(lt, lt + 40)}`);
-    const [, close, name, rawAttrs, selfClose] = m as unknown as string[];
-    if (close === '/') {
-      if (stack.pop() !== name) throw new Error(`</${name}> closes the wrong element`);
-    } else {
-      const attrs: Record<string, string> = {};
-      for (const a of (rawAttrs as string).matchAll(/([\w:-]+)="([^"]*)"/g)) {
-        attrs[a[1] as string] = a[2] as string;
-      }
-      elements.push({ name: name as string, attrs });
-      if (selfClose !== '/') stack.push(name as string);
-    }
-    i = tag.lastIndex;
-  }
-  if (stack.length > 0) throw new Error(`unclosed: ${stack.join(', ')}`);
-  return elements;
-}
+import { frame, parseSvg, type SvgElement, xs, ys } from './support/svg.js';
 
 describe('TimelineRecorder', () => {
   test('records the limit, peak in-flight, outcomes, latency and refusals per bucket from events', async () => {
@@ -174,7 +141,7 @@ describe('renderTimelineSvg', () => {
     return { name, timeline: recorder.timeline() };
   }
 
-  test('draws a well-formed SVG with one line group per series in every panel, marks shaded', () => {
+  test('draws one row of three panels per series, each line of a series in its own path, marks shaded', () => {
     const svg = renderTimelineSvg(
       [recorded('static <50>', [50, 50, 50, 50]), recorded('vegas & co', [20, 12, 8, 15], true)],
       { title: 'S1 "spike"' },
@@ -185,29 +152,110 @@ describe('renderTimelineSvg', () => {
     expect(new Set(series.map((e) => e.attrs['data-series']))).toEqual(
       new Set(['static &lt;50&gt;', 'vegas &amp; co']),
     );
-    // limit + in-flight, latency, completed + refused: 5 paths per series.
-    expect(series.length).toBe(10);
-    expect(elements.filter((e) => e.attrs.class === 'mark')).toHaveLength(1);
-    expect(elements.filter((e) => e.attrs.class === 'legend')).toHaveLength(2);
-    expect(svg).toContain('circuit state');
-    expect(svg).toContain('S1 &quot;spike&quot;');
+    // limit, peak in flight, mean and max latency, ended and refused calls: 6 paths per series.
+    expect(series.map((e) => e.attrs['data-line'])).toEqual(
+      ['limit', 'inflight', 'latency', 'latencyMax', 'completed', 'refused']
+        .flatMap((l) => [l])
+        .concat(['limit', 'inflight', 'latency', 'latencyMax', 'completed', 'refused']),
+    );
+    // Each series shades its mark in each of its three panels.
+    expect(elements.filter((e) => e.attrs.class === 'mark')).toHaveLength(6);
+    const legend = elements.filter((e) => e.attrs.class === 'legend').length;
+    expect(legend).toBe(1 + 3 + 6); // the mark, three circuit states, each panel's two lines
+    for (const text of [
+      '>shaded: spike 0.1–0.3 s<',
+      '>band: circuit closed<',
+      '>band: circuit open<',
+      '>band: circuit half-open (trial calls)<',
+      '>in flight (calls), each row its own scale<',
+      '>latency (ms), one scale for all rows<',
+      '>calls/s, one scale for all rows<',
+      '>time since start (s)<',
+      '>limit<',
+      '>peak in flight<',
+      '>S1 &quot;spike&quot;<',
+    ]) {
+      expect(svg).toContain(text);
+    }
+    // A circuit band only for the guard's row: one span open from 200 ms, closed before it.
+    const bands = elements.filter((e) => e.attrs.class === 'state');
+    expect(bands.map((e) => e.attrs['data-state'])).toEqual([
+      'CLOSED',
+      'OPEN',
+      'CLOSED',
+      'OPEN',
+      'CLOSED',
+      'OPEN',
+    ]);
   });
 
-  test('the same mark recorded apart by two series is shaded twice and labelled once', () => {
+  test('no gap in any line: the legend does not explain gaps; a gap: it does, with the bucket width', () => {
+    expect(renderTimelineSvg([recorded('a', [5, 6, 7])])).not.toContain('gap in a line');
+    const a = recorded('a', [5, 6, 7]);
+    (a.timeline.points[1] as TimelinePoint).latencyMs = Number.NaN;
+    expect(renderTimelineSvg([a])).toContain(
+      '>gap in a line: nothing to draw for that 100 ms bucket (no call ended in it, or no limit known)<',
+    );
+  });
+
+  test('each row shades its own marks; the legend names a label once, with each distinct span', () => {
     const a = recorded('a', [1, 2, 3]);
     const b = recorded('b', [1, 2, 3]);
-    b.timeline.marks = [{ label: 'spike', fromMs: 110, toMs: 310 }];
+    b.timeline.marks = [{ label: 'spike', fromMs: 102, toMs: 302 }]; // the same to the hundredth
     const svg = renderTimelineSvg([a, b]);
-    expect(parseSvg(svg).filter((e) => e.attrs.class === 'mark')).toHaveLength(2);
-    expect(svg.match(/>spike<\/text>/g)).toHaveLength(1);
+    const marks = parseSvg(svg).filter((e) => e.attrs.class === 'mark');
+    expect(marks).toHaveLength(6);
+    expect(marks.map((m) => m.attrs.x).slice(0, 3)).not.toEqual(
+      marks.map((m) => m.attrs.x).slice(3),
+    );
+    expect(svg.match(/>shaded: spike [^<]*</g)).toEqual(['>shaded: spike 0.1–0.3 s<']);
+    const c = recorded('c', [1, 2, 3]);
+    c.timeline.marks = [{ label: 'spike', fromMs: 150, toMs: 350 }];
+    expect(renderTimelineSvg([a, b, c]).match(/>shaded: spike [^<]*</g)).toEqual([
+      '>shaded: spike 0.1–0.3 s, 0.15–0.35 s<',
+    ]);
   });
 
-  test('the limit line goes through the recorded limits, scaled into the panel', () => {
-    const svg = renderTimelineSvg([recorded('a', [10, 20, 10, 20])], { panelHeight: 100 });
-    const limitPath = parseSvg(svg).find((e) => e.attrs.class === 'series')?.attrs.d ?? '';
-    const ys = [...limitPath.matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) => Number(m[1]));
-    // Panel from y=12 to 112, max 20: limit 20 at the top, 10 half way.
-    expect(ys).toEqual([62, 12, 62, 12]);
+  test('a span under a second is labelled to the hundredth of a second', () => {
+    const a = recorded('a', [1, 2, 3]);
+    a.timeline.marks = [{ label: 'blip', fromMs: 1250, toMs: 1730 }];
+    expect(renderTimelineSvg([a])).toContain('>shaded: blip 1.25–1.73 s<');
+  });
+
+  test('the limit line goes through the recorded limits, on the row its own scale', () => {
+    const svg = renderTimelineSvg(
+      [recorded('static', [200, 200, 200, 200]), recorded('vegas', [10, 20, 10, 20])],
+      { panelHeight: 100 },
+    );
+    const elements = parseSvg(svg);
+    const limit = (name: string) =>
+      elements.find((e) => e.attrs['data-series'] === name && e.attrs['data-line'] === 'limit')
+        ?.attrs.d as string;
+    // Each row's in-flight panel has its own range: 200 fills the static row, 20 the vegas row.
+    const s = frame(elements, 'static', 0);
+    expect(ys(limit('static'))).toEqual([s.y, s.y, s.y, s.y]);
+    const v = frame(elements, 'vegas', 0);
+    expect(ys(limit('vegas'))).toEqual([v.y + 50, v.y, v.y + 50, v.y]);
+    // The y ticks of the vegas row are round: 0, 5, 10, 15, 20.
+    const from = svg.indexOf('<g class="panel" data-panel="0" data-series="vegas">');
+    const group = svg.slice(from, svg.indexOf('</g>', from));
+    const ticks = [...group.matchAll(/text-anchor="end"[^>]*>([^<]*)</g)].map((m) => m[1]);
+    expect(ticks).toEqual(['0', '5', '10', '15', '20']);
+  });
+
+  test('latency and calls/s share one range across rows', () => {
+    const elements = parseSvg(
+      renderTimelineSvg([recorded('a', [10, 10]), recorded('b', [10, 10])], { panelHeight: 100 }),
+    );
+    const top = (name: string, line: string) =>
+      Math.min(
+        ...ys(
+          elements.find((e) => e.attrs['data-series'] === name && e.attrs['data-line'] === line)
+            ?.attrs.d as string,
+        ),
+      ) - frame(elements, name, line === 'completed' ? 2 : 1).y;
+    expect(top('a', 'latency')).toBeCloseTo(top('b', 'latency'), 5);
+    expect(top('a', 'completed')).toBeCloseTo(top('b', 'completed'), 5);
   });
 
   test('bad arguments are refused naming them', () => {
@@ -231,6 +279,7 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
       latencyMs: 20,
       latencyMaxMs: 30,
       rejected: 0,
+      shortCircuited: 0,
       fallbacks: 0,
       state: undefined,
       ...values,
@@ -239,8 +288,8 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
   function series(points: TimelinePoint[], marks: TimelineMark[] = [], bucketMs = 100) {
     return [{ name: 'a', timeline: { bucketMs, points, marks, droppedPoints: 0 } }];
   }
-  /** Every number in the SVG's attributes is finite, and every x within the plot's width. */
-  function expectDrawable(svg: string, width = 960): ReturnType<typeof parseSvg> {
+  /** Every number in the SVG's attributes is finite, and every x within the chart's width. */
+  function expectDrawable(svg: string, width = 1200): SvgElement[] {
     expect(svg).not.toMatch(/NaN|Infinity/);
     const elements = parseSvg(svg);
     for (const e of elements) {
@@ -253,9 +302,9 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
     }
     return elements;
   }
-  /** The coordinates of the first line of a panel (0: limit, 1: latency, 2: rate). */
-  function line(elements: ReturnType<typeof parseSvg>, panel: number): string {
-    return elements.filter((e) => e.attrs.class === 'series')[[0, 2, 3][panel] as number]?.attrs
+  /** The path of one line of series "a" (`limit`, `latency`, `completed`, ...). */
+  function line(elements: SvgElement[], key: string): string {
+    return elements.find((e) => e.attrs.class === 'series' && e.attrs['data-line'] === key)?.attrs
       .d as string;
   }
 
@@ -295,9 +344,14 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
   test('a point at t = Infinity is skipped: the time axis ends with the last point that can be drawn', () => {
     const svg = renderTimelineSvg(series([point(0), point(100), point(Infinity)]));
     const elements = expectDrawable(svg);
-    // Two buckets, 0 to 200 ms: their middles at a quarter and three quarters of the plot.
-    expect(line(elements, 0)).toBe('M278,12L722,12');
-    expect(svg).toContain('>0.2s</text>');
+    // Two buckets, 0 to 200 ms: their middles at a quarter and three quarters of the panel.
+    const f = frame(elements, 'a', 0);
+    expect(xs(line(elements, 'limit'))).toEqual([
+      Math.round((f.x + f.width / 4) * 10) / 10,
+      Math.round((f.x + (3 * f.width) / 4) * 10) / 10,
+    ]);
+    expect(svg).toContain('>0.2</text>');
+    expect(svg).not.toContain('>0.3</text>');
   });
 
   test('points whose t is NaN, −Infinity or negative are skipped, wherever they are in the list', () => {
@@ -310,11 +364,11 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
       point(Number.NaN, { state: 'OPEN' }),
     ];
     const elements = expectDrawable(renderTimelineSvg(series(points)));
-    for (const panel of [0, 1, 2]) {
-      expect(line(elements, panel).match(/[ML]/g)).toEqual(['M', 'L']);
+    for (const key of ['limit', 'latency', 'completed']) {
+      expect(line(elements, key).match(/[ML]/g)).toEqual(['M', 'L']);
     }
     // No circuit band is drawn for a point that has no place on the time axis.
-    expect(elements.filter((e) => e.attrs.fill === '#f4a3a3')).toHaveLength(0);
+    expect(elements.filter((e) => e.attrs.class === 'state')).toHaveLength(0);
   });
 
   test('a value that is not a finite number ≥ 0 leaves a gap in its line', () => {
@@ -329,29 +383,48 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
       }),
       point(200),
     ];
-    const elements = expectDrawable(renderTimelineSvg(series(points), { panelHeight: 100 }));
-    const paths = elements.filter((e) => e.attrs.class === 'series').map((e) => e.attrs.d);
+    const svg = renderTimelineSvg(series(points), { panelHeight: 100 });
+    const elements = expectDrawable(svg);
     // limit, in flight, latency, completed, refused: each with a gap at the middle point.
-    expect(paths).toHaveLength(5);
-    for (const d of paths) expect(d?.match(/[ML]/g)).toEqual(['M', 'M']);
-    // Every y stays inside its panel (the limit panel runs from y=12 to y=112).
-    const ys = [...(paths[0] as string).matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) => Number(m[1]));
-    expect(ys).toEqual([12, 12]);
+    for (const key of ['limit', 'inflight', 'latency', 'completed', 'refused']) {
+      expect(line(elements, key).match(/[ML]/g), key).toEqual(['M', 'M']);
+    }
+    expect(line(elements, 'latencyMax').match(/[ML]/g)).toEqual(['M', 'L', 'L']);
+    // Every y stays inside its panel: the limit, 10, at the top of a 0–10 range.
+    const f = frame(elements, 'a', 0);
+    expect(ys(line(elements, 'limit'))).toEqual([f.y, f.y]);
+    expect(svg).toContain('gap in a line');
+  });
+
+  test('a point without shortCircuited (made by other means) draws its refusals from rejected alone', () => {
+    const bare = (t: number) => {
+      const p = point(t, { rejected: 3 });
+      delete p.shortCircuited;
+      return p;
+    };
+    const elements = expectDrawable(renderTimelineSvg(series([bare(0), bare(100)])));
+    expect(line(elements, 'refused').match(/[ML]/g)).toEqual(['M', 'L']);
+    const withShort = expectDrawable(
+      renderTimelineSvg(series([point(0, { rejected: 3, shortCircuited: 3 }), bare(100)])),
+    );
+    // 6 then 3 refused per 100 ms: 60 then 30 calls/s, the first drawn higher.
+    const [first, second] = ys(line(withShort, 'refused'));
+    expect(first).toBeLessThan(second as number);
   });
 
   test('a value near the largest double, or a subnormal one, is scaled into the panel without NaN', () => {
-    const huge = renderTimelineSvg(
-      series([point(0, { limit: 1.7e308 }), point(100, { limit: Number.MAX_VALUE })]),
-      { panelHeight: 100 },
+    const huge = expectDrawable(
+      renderTimelineSvg(
+        series([point(0, { limit: 1.7e308 }), point(100, { limit: Number.MAX_VALUE })]),
+        { panelHeight: 100 },
+      ),
     );
-    const ys = [...line(expectDrawable(huge), 0).matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) =>
-      Number(m[1]),
-    );
-    expect(ys.every((y) => y >= 12 && y <= 112)).toBe(true);
+    const f = frame(huge, 'a', 0);
+    expect(ys(line(huge, 'limit')).every((y) => y >= f.y && y <= f.y + f.height)).toBe(true);
     const tiny = renderTimelineSvg(
       series([point(0, { latencyMs: 5e-324 }), point(100, { latencyMs: Number.MIN_VALUE })]),
     );
-    expect(line(expectDrawable(tiny), 1)).toMatch(/^M[\d.]+,[\d.]+L[\d.]+,[\d.]+$/);
+    expect(line(expectDrawable(tiny), 'latency')).toMatch(/^M[\d.]+,[\d.]+L[\d.]+,[\d.]+$/);
   });
 
   test('a point far in the future stretches the time axis but draws every number finite', () => {
@@ -367,12 +440,22 @@ describe('renderTimelineSvg with numbers it cannot draw', () => {
       { label: 'late', fromMs: 150, toMs: 1e9 },
     ];
     const svg = renderTimelineSvg(series([point(0), point(100)], marks));
-    const shaded = expectDrawable(svg).filter((e) => e.attrs.class === 'mark');
-    expect(shaded.map((e) => [e.attrs.x, e.attrs.width])).toEqual([
-      ['56', '444'], // −500..100 ms: from the left edge to the middle
-      ['722', '222'], // 150 ms..: to the right edge
-    ]);
-    expect(svg).not.toMatch(/>(nan|open-ended|from-ever)</);
+    const elements = expectDrawable(svg);
+    const shaded = elements.filter((e) => e.attrs.class === 'mark');
+    const f = frame(elements, 'a', 0);
+    const spans = shaded.slice(0, 2).map((e) => [Number(e.attrs.x), Number(e.attrs.width)]);
+    const expected = [
+      [f.x, f.width / 2], // −500..100 ms: from the left edge to the middle
+      [f.x + (3 * f.width) / 4, f.width / 4], // 150 ms..: to the right edge
+    ];
+    spans.forEach((span, i) => {
+      expect(span[0]).toBeCloseTo(expected[i]?.[0] as number, 0);
+      expect(span[1]).toBeCloseTo(expected[i]?.[1] as number, 0);
+    });
+    expect(shaded).toHaveLength(6); // each in the three panels
+    expect(svg).not.toMatch(/>[^<]*(nan|open-ended|from-ever)[^<]*</);
+    // A span reaching outside the recording is named with its real times.
+    expect(svg).toContain('>shaded: early 0–0.1 s<');
   });
 
   test('width and panelHeight refuse NaN, ±Infinity, negative and huge values, naming the range', () => {
